@@ -1,0 +1,20 @@
+"""labformer: a small, tested Transformer, built concept by concept for the book.
+
+Everything a chapter needs is importable from here: ``from labformer import ...``.
+"""
+
+from .attention import (
+    AdditiveAttention,
+    DotAttention,
+    GeneralAttention,
+    masked_softmax,
+    scaled_dot_product_attention,
+)
+from .layers import DecoderLayer, EncoderLayer, FeedForward, residual
+from .masks import causal_mask, check_mask, combine_masks, from_key_padding_mask, padding_mask
+from .multihead import KVCache, MultiHeadAttention, record_attention
+from .notebook import setup_notebook
+from .positional import LearnedPositionalEncoding, PositionalEncoding, sinusoidal_positions
+from .transformer import Decoder, DecoderCache, Encoder, Transformer, TransformerConfig
+
+__version__ = "0.1.0"

@@ -1,0 +1,157 @@
+"""Attention as soft addressing: score every key against a query, softmax, average the values.
+
+Three ways to score, all returning ``(output, weights)`` so chapters can plot the weights:
+
+* :func:`scaled_dot_product_attention`: the Transformer's, Vaswani et al. (2017), Eq. 1.
+* :class:`AdditiveAttention`: Bahdanau et al. (2015), a small MLP on query and key.
+* :class:`DotAttention` and :class:`GeneralAttention`: Luong et al. (2015), ``q.k`` and ``q^T W k``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .masks import check_mask
+
+__all__ = [
+    "masked_softmax",
+    "scaled_dot_product_attention",
+    "AdditiveAttention",
+    "DotAttention",
+    "GeneralAttention",
+]
+
+
+def masked_softmax(scores: Tensor, mask: Tensor | None) -> Tensor:
+    """Softmax over the last axis where ``mask`` is True; rows with no True get all-zero weights.
+
+    Masked scores are set to the dtype's most negative finite value rather than -inf, so a row
+    whose keys are all masked yields a finite softmax (and finite gradients) instead of NaN;
+    that row is then zeroed, so it contributes nothing.
+    """
+    if mask is None:
+        return scores.softmax(dim=-1)
+    scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    return scores.softmax(dim=-1).masked_fill(~mask, 0.0)
+
+
+def scaled_dot_product_attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    *,
+    scale: float | None = None,
+) -> tuple[Tensor, Tensor]:
+    """softmax(q k^T / sqrt(d_k)) v (Vaswani et al. 2017, Eq. 1).
+
+    query (..., T_q, d_k), key (..., T_k, d_k), value (..., T_k, d_v);
+    mask bool, True = may attend, broadcastable to (..., T_q, T_k).
+    Returns out (..., T_q, d_v) and weights (..., T_q, T_k); ``scale`` defaults to 1/sqrt(d_k).
+    """
+    if query.dim() < 2 or key.dim() < 2 or value.dim() < 2:
+        raise ValueError(
+            "query, key and value need at least 2 dims (..., T, d), got "
+            f"{tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}"
+        )
+    if query.shape[-1] != key.shape[-1]:
+        raise ValueError(
+            f"query and key must share the last dim d_k, got query {tuple(query.shape)} "
+            f"and key {tuple(key.shape)}"
+        )
+    if key.shape[-2] != value.shape[-2]:
+        raise ValueError(
+            f"key and value must have the same length T_k, got key {tuple(key.shape)} "
+            f"and value {tuple(value.shape)}"
+        )
+    if not 0.0 <= dropout_p < 1.0:
+        raise ValueError(f"dropout_p must be in [0, 1), got {dropout_p}")
+    d_k = query.shape[-1]
+    scale = 1.0 / math.sqrt(d_k) if scale is None else scale
+    scores = (query @ key.transpose(-2, -1)) * scale  # (..., T_q, T_k)
+    if mask is not None:
+        check_mask(mask, scores.shape)
+    weights = masked_softmax(scores, mask)
+    if dropout_p > 0.0:
+        weights = F.dropout(weights, p=dropout_p)
+    return weights @ value, weights  # (..., T_q, d_v), (..., T_q, T_k)
+
+
+def _check_rnn_inputs(query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None) -> None:
+    if query.dim() != 2 or keys.dim() != 3 or values.dim() != 3:
+        raise ValueError(
+            "expected query (B, d_q), keys (B, S, d_k), values (B, S, d_v); got "
+            f"{tuple(query.shape)}, {tuple(keys.shape)}, {tuple(values.shape)}"
+        )
+    if keys.shape[:2] != values.shape[:2] or query.shape[0] != keys.shape[0]:
+        raise ValueError(
+            f"batch and length must agree: query {tuple(query.shape)}, keys {tuple(keys.shape)}, "
+            f"values {tuple(values.shape)}"
+        )
+    if mask is not None and (mask.dtype != torch.bool or tuple(mask.shape) != keys.shape[:2]):
+        raise ValueError(
+            f"mask must be bool (B, S) = {tuple(keys.shape[:2])} with True = real token, "
+            f"got {mask.dtype} {tuple(mask.shape)}"
+        )
+
+
+class _Scorer(nn.Module):
+    """Shared forward for the RNN-era scorers: score, masked softmax, weighted sum."""
+
+    def score(self, query: Tensor, keys: Tensor) -> Tensor:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def forward(
+        self, query: Tensor, keys: Tensor, values: Tensor | None = None, mask: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
+        """query (B, d_q), keys (B, S, d_k), values (B, S, d_v) -> context (B, d_v), weights (B, S)."""
+        values = keys if values is None else values
+        _check_rnn_inputs(query, keys, values, mask)
+        weights = masked_softmax(self.score(query, keys), mask)  # (B, S)
+        context = torch.bmm(weights.unsqueeze(1), values).squeeze(1)  # (B, d_v)
+        return context, weights
+
+
+class AdditiveAttention(_Scorer):
+    """Bahdanau et al. (2015): score(q, k) = v^T tanh(W_q q + W_k k)."""
+
+    def __init__(self, query_dim: int, key_dim: int, hidden_dim: int) -> None:
+        super().__init__()
+        self.w_query = nn.Linear(query_dim, hidden_dim, bias=False)
+        self.w_key = nn.Linear(key_dim, hidden_dim, bias=True)
+        self.v = nn.Linear(hidden_dim, 1, bias=False)
+
+    def score(self, query: Tensor, keys: Tensor) -> Tensor:
+        """query (B, d_q), keys (B, S, d_k) -> scores (B, S)."""
+        hidden = torch.tanh(self.w_query(query).unsqueeze(1) + self.w_key(keys))  # (B, S, hidden)
+        return self.v(hidden).squeeze(-1)
+
+
+class DotAttention(_Scorer):
+    """Luong et al. (2015), "dot": score(q, k) = q . k (query and key of the same size)."""
+
+    def score(self, query: Tensor, keys: Tensor) -> Tensor:
+        """query (B, d), keys (B, S, d) -> scores (B, S)."""
+        if query.shape[-1] != keys.shape[-1]:
+            raise ValueError(
+                f"dot attention needs query and keys of the same size, got query "
+                f"{tuple(query.shape)} and keys {tuple(keys.shape)}"
+            )
+        return torch.bmm(keys, query.unsqueeze(-1)).squeeze(-1)
+
+
+class GeneralAttention(_Scorer):
+    """Luong et al. (2015), "general": score(q, k) = q^T W k."""
+
+    def __init__(self, query_dim: int, key_dim: int) -> None:
+        super().__init__()
+        self.w = nn.Linear(key_dim, query_dim, bias=False)
+
+    def score(self, query: Tensor, keys: Tensor) -> Tensor:
+        """query (B, d_q), keys (B, S, d_k) -> scores (B, S)."""
+        return torch.bmm(self.w(keys), query.unsqueeze(-1)).squeeze(-1)

@@ -1,0 +1,78 @@
+"""Attention masks: the one convention used everywhere in labformer.
+
+A mask is a boolean tensor, **True = may attend**, broadcastable to the attention scores
+``(B, h, T_q, T_k)``. This is the convention of ``torch.nn.functional.scaled_dot_product_attention``.
+PyTorch's ``nn.MultiheadAttention`` uses the opposite for ``key_padding_mask`` (True = ignore);
+:func:`from_key_padding_mask` is the only place that converts between the two.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+__all__ = [
+    "causal_mask",
+    "padding_mask",
+    "from_key_padding_mask",
+    "combine_masks",
+    "check_mask",
+]
+
+
+def causal_mask(size: int, device: torch.device | str | None = None) -> Tensor:
+    """(T, T) mask where position i may attend to positions 0..i (lower triangle, diagonal incl.)."""
+    if not isinstance(size, int) or size < 1:
+        raise ValueError(f"causal_mask needs a positive int size, got {size!r}")
+    return torch.ones(size, size, dtype=torch.bool, device=device).tril()
+
+
+def padding_mask(tokens: Tensor, pad_id: int = 0) -> Tensor:
+    """(B, 1, 1, T) mask that is True on the real (non-padding) tokens of ``tokens`` (B, T)."""
+    if tokens.dim() != 2:
+        raise ValueError(f"padding_mask expects token ids of shape (B, T), got {tuple(tokens.shape)}")
+    if tokens.is_floating_point():
+        raise ValueError(f"padding_mask expects integer token ids, got dtype {tokens.dtype}")
+    return (tokens != pad_id)[:, None, None, :]  # (B, 1, 1, T): broadcast over heads and queries
+
+
+def from_key_padding_mask(key_padding_mask: Tensor) -> Tensor:
+    """Convert PyTorch's key_padding_mask (B, T_k), True = ignore, to (B, 1, 1, T_k) True = attend."""
+    if key_padding_mask.dim() != 2 or key_padding_mask.dtype != torch.bool:
+        raise ValueError(
+            "key_padding_mask must be a bool tensor of shape (B, T_k), got "
+            f"{key_padding_mask.dtype} {tuple(key_padding_mask.shape)}"
+        )
+    return ~key_padding_mask[:, None, None, :]
+
+
+def combine_masks(*masks: Tensor | None) -> Tensor | None:
+    """Logical AND of the given masks (broadcasting); None entries are skipped, all None gives None."""
+    out = None
+    for m in masks:
+        if m is None:
+            continue
+        if m.dtype != torch.bool:
+            raise ValueError(f"masks must be bool (True = may attend), got dtype {m.dtype}")
+        out = m if out is None else out & m
+    return out
+
+
+def check_mask(mask: Tensor, scores_shape: tuple[int, ...] | torch.Size) -> None:
+    """Raise ValueError unless ``mask`` is boolean and broadcastable to ``scores_shape``."""
+    if not isinstance(mask, Tensor):
+        raise ValueError(f"mask must be a torch.Tensor, got {type(mask).__name__}")
+    if mask.dtype != torch.bool:
+        raise ValueError(
+            f"mask must be a bool tensor (True = may attend), got dtype {mask.dtype} "
+            f"with shape {tuple(mask.shape)}"
+        )
+    shape = tuple(scores_shape)
+    ok = mask.dim() <= len(shape) and all(
+        m in (1, s) for m, s in zip(reversed(mask.shape), reversed(shape))
+    )
+    if not ok:
+        raise ValueError(
+            f"mask of shape {tuple(mask.shape)} does not broadcast to the attention scores "
+            f"{shape} (expected something like (B, 1, T_q or 1, T_k))"
+        )

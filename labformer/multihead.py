@@ -1,0 +1,164 @@
+"""Multi-head attention (Vaswani et al. 2017, Section 3.2.2), with a key/value cache for decoding.
+
+h heads of size d_k = d_model / h each attend on their own projection of the input; their outputs
+are concatenated and mixed by W_O. Shapes: inputs (B, T, d_model), heads (B, h, T, d_k).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .attention import scaled_dot_product_attention
+from .masks import check_mask
+
+__all__ = ["KVCache", "MultiHeadAttention", "record_attention"]
+
+
+class KVCache:
+    """Keys and values already projected and split into heads, kept between decoding steps.
+
+    A self-attention cache grows by the new positions at every step. A ``static`` cache (for
+    cross-attention) is filled once from the encoder's memory and then reused as it is.
+    """
+
+    def __init__(self, static: bool = False) -> None:
+        self.static = static
+        self.k: Tensor | None = None  # (B, h, T_k, d_k)
+        self.v: Tensor | None = None  # (B, h, T_k, d_k)
+
+    @property
+    def filled(self) -> bool:
+        return self.k is not None
+
+    def __len__(self) -> int:
+        return 0 if self.k is None else self.k.shape[-2]
+
+    def update(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Store (static) or append (self-attention) new heads (B, h, T_new, d_k); return all."""
+        if self.k is None or self.static:
+            self.k, self.v = k, v
+        else:
+            self.k = torch.cat([self.k, k], dim=-2)  # (B, h, T_old + T_new, d_k)
+            self.v = torch.cat([self.v, v], dim=-2)
+        return self.k, self.v
+
+    def reorder(self, index: Tensor) -> None:
+        """Keep batch rows ``index`` (B_new,), e.g. the surviving hypotheses of a beam search."""
+        if self.k is not None:
+            self.k = self.k.index_select(0, index)
+            self.v = self.v.index_select(0, index)
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention: h parallel scaled dot-product attentions on learned projections."""
+
+    def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0, bias: bool = True):
+        super().__init__()
+        if d_model <= 0 or num_heads <= 0 or d_model % num_heads != 0:
+            raise ValueError(
+                f"d_model ({d_model}) must be a positive multiple of num_heads ({num_heads})"
+            )
+        self.d_model = d_model
+        self.num_heads = num_heads
+        self.d_k = d_model // num_heads
+        self.dropout = dropout
+        self.q_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.k_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.v_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
+        # Set by record_attention(): where to put this module's weights, and under which name.
+        self._recorder: tuple[dict[str, Tensor], str] | None = None
+
+    def _split(self, x: Tensor) -> Tensor:
+        B, T, _ = x.shape
+        return x.view(B, T, self.num_heads, self.d_k).transpose(1, 2)  # (B, h, T, d_k)
+
+    def forward(
+        self,
+        query: Tensor,
+        key: Tensor,
+        value: Tensor,
+        mask: Tensor | None = None,
+        *,
+        need_weights: bool = True,
+        cache: KVCache | None = None,
+    ) -> tuple[Tensor, Tensor | None]:
+        """query (B, T_q, D), key/value (B, T_k, D) -> out (B, T_q, D), weights (B, h, T_q, T_k).
+
+        mask: bool, True = may attend, broadcastable to (B, h, T_q, T_k).
+        need_weights=False takes PyTorch's fused kernel and returns None for the weights.
+        cache: with a filled static cache, key and value are not projected again.
+        """
+        self._check(query, key, value)
+        B, T_q, _ = query.shape
+        q = self._split(self.q_proj(query))  # (B, h, T_q, d_k)
+        if cache is not None and cache.static and cache.filled:
+            k, v = cache.k, cache.v  # (B, h, T_k, d_k), projected once from the memory
+        else:
+            k, v = self._split(self.k_proj(key)), self._split(self.v_proj(value))
+            if cache is not None:
+                k, v = cache.update(k, v)  # (B, h, T_past + T_k, d_k)
+        if mask is not None:
+            check_mask(mask, (B, self.num_heads, T_q, k.shape[-2]))
+        p = self.dropout if self.training else 0.0
+        record = self._recorder is not None
+        if need_weights or record:
+            out, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=p)
+            if record:
+                maps, name = self._recorder
+                maps[name] = weights.detach()
+        else:
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+            weights = None
+        out = out.transpose(1, 2).reshape(B, T_q, self.d_model)  # (B, T_q, h * d_k)
+        return self.out_proj(out), (weights if need_weights else None)
+
+    def _check(self, query: Tensor, key: Tensor, value: Tensor) -> None:
+        shapes = f"query {tuple(query.shape)}, key {tuple(key.shape)}, value {tuple(value.shape)}"
+        if query.dim() != 3 or key.dim() != 3 or value.dim() != 3:
+            raise ValueError(f"expected (B, T, d_model) inputs, got {shapes}")
+        if {query.shape[-1], key.shape[-1], value.shape[-1]} != {self.d_model}:
+            raise ValueError(f"last dim must be d_model={self.d_model}, got {shapes}")
+        if key.shape[:2] != value.shape[:2] or query.shape[0] != key.shape[0]:
+            raise ValueError(f"batch sizes and key/value lengths must agree, got {shapes}")
+
+    @classmethod
+    def from_torch(cls, m: nn.MultiheadAttention) -> MultiHeadAttention:
+        """A copy of ``torch.nn.MultiheadAttention`` (packed in-projection, no bias_k/add_zero_attn)."""
+        if not m._qkv_same_embed_dim or m.bias_k is not None or m.add_zero_attn:
+            raise ValueError("only nn.MultiheadAttention with kdim = vdim = embed_dim is supported")
+        bias = m.in_proj_bias is not None
+        new = cls(m.embed_dim, m.num_heads, dropout=m.dropout, bias=bias)
+        with torch.no_grad():
+            for i, proj in enumerate((new.q_proj, new.k_proj, new.v_proj)):
+                rows = slice(i * m.embed_dim, (i + 1) * m.embed_dim)
+                proj.weight.copy_(m.in_proj_weight[rows])
+                if bias:
+                    proj.bias.copy_(m.in_proj_bias[rows])
+            new.out_proj.weight.copy_(m.out_proj.weight)
+            if bias:
+                new.out_proj.bias.copy_(m.out_proj.bias)
+        return new.to(m.in_proj_weight.device, m.in_proj_weight.dtype)
+
+
+@contextmanager
+def record_attention(model: nn.Module) -> Iterator[dict[str, Tensor]]:
+    """Collect the attention weights of every MultiHeadAttention in ``model`` during the block.
+
+    Yields a dict filled on each forward, ``{module name: weights (B, h, T_q, T_k)}``, e.g.
+    ``maps["decoder.layers.0.cross_attn"]``.
+    """
+    maps: dict[str, Tensor] = {}
+    modules = [(n, m) for n, m in model.named_modules() if isinstance(m, MultiHeadAttention)]
+    for name, m in modules:
+        m._recorder = (maps, name)
+    try:
+        yield maps
+    finally:
+        for _, m in modules:
+            m._recorder = None

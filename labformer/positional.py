@@ -1,0 +1,80 @@
+"""Positional encodings: attention alone cannot tell word order, so positions are added to the input.
+
+PE[pos, 2i] = sin(pos / 10000^(2i / d_model)), PE[pos, 2i + 1] = cos(pos / 10000^(2i / d_model))
+(Vaswani et al. 2017, Section 3.5), or a learned table of the same shape.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+__all__ = ["sinusoidal_positions", "PositionalEncoding", "LearnedPositionalEncoding"]
+
+
+def sinusoidal_positions(max_len: int, d_model: int) -> Tensor:
+    """The (max_len, d_model) sinusoidal table: even columns sine, odd columns cosine."""
+    if max_len <= 0 or d_model <= 0 or d_model % 2 != 0:
+        raise ValueError(
+            f"need max_len > 0 and an even d_model > 0, got max_len={max_len}, d_model={d_model}"
+        )
+    pos = torch.arange(max_len, dtype=torch.float64)[:, None]  # (max_len, 1)
+    # Frequencies 1 / 10000^(2i/d), computed in float64 so the table is exact to float32.
+    freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float64) * (-math.log(10000.0) / d_model))
+    table = torch.empty(max_len, d_model, dtype=torch.float64)
+    table[:, 0::2] = torch.sin(pos * freq)  # (max_len, d_model / 2)
+    table[:, 1::2] = torch.cos(pos * freq)
+    return table.float()
+
+
+class _Positions(nn.Module):
+    """Shared forward: add rows offset..offset+T of a (max_len, d_model) table, then dropout."""
+
+    max_len: int
+    d_model: int
+
+    def table(self) -> Tensor:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def forward(self, x: Tensor, offset: int = 0) -> Tensor:
+        """x (B, T, d_model) -> x + PE[offset : offset + T]; ``offset`` > 0 in cached decoding."""
+        if x.dim() != 3 or x.shape[-1] != self.d_model:
+            raise ValueError(f"expected (B, T, {self.d_model}), got {tuple(x.shape)}")
+        T = x.shape[1]
+        if offset < 0 or offset + T > self.max_len:
+            raise ValueError(
+                f"positions {offset}..{offset + T - 1} exceed max_len={self.max_len}; "
+                "build the model with a larger max_len"
+            )
+        return self.dropout(x + self.table()[offset : offset + T])
+
+
+class PositionalEncoding(_Positions):
+    """Adds the fixed sinusoidal table (a buffer: saved with the model, never trained)."""
+
+    def __init__(self, d_model: int, max_len: int = 512, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.d_model, self.max_len = d_model, max_len
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("pe", sinusoidal_positions(max_len, d_model), persistent=False)
+
+    def table(self) -> Tensor:
+        return self.pe
+
+
+class LearnedPositionalEncoding(_Positions):
+    """Adds a trained (max_len, d_model) table, one vector per position (as in BERT and GPT)."""
+
+    def __init__(self, d_model: int, max_len: int = 512, dropout: float = 0.0) -> None:
+        super().__init__()
+        if max_len <= 0 or d_model <= 0:
+            raise ValueError(f"need positive max_len and d_model, got {max_len}, {d_model}")
+        self.d_model, self.max_len = d_model, max_len
+        self.dropout = nn.Dropout(dropout)
+        self.embedding = nn.Embedding(max_len, d_model)
+        nn.init.normal_(self.embedding.weight, std=0.02)
+
+    def table(self) -> Tensor:
+        return self.embedding.weight

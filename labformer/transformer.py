@@ -1,0 +1,228 @@
+"""The Transformer (Vaswani et al. 2017, Figure 1): an encoder stack, a decoder stack, a generator.
+
+``Transformer(config)`` wires the parts together; ``encode`` / ``decode`` are exposed separately
+so that greedy decoding and beam search can reuse the encoder's memory and a key/value cache.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from .layers import DecoderLayer, EncoderLayer
+from .masks import causal_mask, padding_mask
+from .multihead import KVCache
+from .positional import LearnedPositionalEncoding, PositionalEncoding
+
+__all__ = ["TransformerConfig", "Encoder", "Decoder", "DecoderCache", "Transformer"]
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    """Every size of the model in one place. Defaults are the paper's base model."""
+
+    src_vocab_size: int  # source vocabulary size, special tokens included
+    tgt_vocab_size: int  # target vocabulary size, special tokens included
+    d_model: int = 512  # width of every token vector between sublayers
+    num_heads: int = 8  # h; each head has d_k = d_model / h
+    num_encoder_layers: int = 6  # N in the paper, encoder side
+    num_decoder_layers: int = 6  # N in the paper, decoder side
+    d_ff: int = 2048  # hidden width of the position-wise feed-forward network
+    dropout: float = 0.1  # on embeddings+positions, attention weights and each residual branch
+    max_len: int = 256  # longest sequence the positional table covers
+    norm_first: bool = False  # False: Post-LN (the paper); True: Pre-LN (Xiong et al. 2020)
+    tie_embeddings: bool = False  # share the target embedding with the output projection
+    pad_id: int = 0  # padding token id, the same on both sides
+    positional: str = "sinusoidal"  # "sinusoidal" (fixed table) or "learned"
+
+    # Not annotated, so not a dataclass field: a class constant shared by demos and tests.
+    PRESETS = {
+        "base": dict(d_model=512, num_heads=8, num_encoder_layers=6, num_decoder_layers=6,
+                     d_ff=2048, dropout=0.1),
+        "small": dict(d_model=256, num_heads=4, num_encoder_layers=3, num_decoder_layers=3,
+                      d_ff=1024, dropout=0.1),
+        "tiny": dict(d_model=32, num_heads=4, num_encoder_layers=2, num_decoder_layers=2,
+                     d_ff=64, dropout=0.0, max_len=64),
+    }
+
+    def __post_init__(self) -> None:
+        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "num_heads", "d_ff",
+                     "max_len", "num_encoder_layers", "num_decoder_layers"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.d_model % self.num_heads:
+            raise ValueError(
+                f"d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})"
+            )
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        if self.positional not in ("sinusoidal", "learned"):
+            raise ValueError(f"positional must be 'sinusoidal' or 'learned', got {self.positional!r}")
+
+    @classmethod
+    def preset(cls, name: str, **overrides) -> TransformerConfig:
+        """A named configuration ('base', 'small', 'tiny'), vocabulary sizes given as overrides."""
+        if name not in cls.PRESETS:
+            raise ValueError(f"unknown preset {name!r}; choose one of {sorted(cls.PRESETS)}")
+        return cls(**{**cls.PRESETS[name], **overrides})
+
+    def replace(self, **changes) -> TransformerConfig:
+        """A copy with some fields changed (the config itself is frozen)."""
+        return dataclasses.replace(self, **changes)
+
+
+class Encoder(nn.Module):
+    """N encoder layers; a final LayerNorm in the Pre-LN form, where the residual stream is raw."""
+
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(
+            EncoderLayer(cfg.d_model, cfg.num_heads, cfg.d_ff, cfg.dropout, cfg.norm_first)
+            for _ in range(cfg.num_encoder_layers)
+        )
+        self.norm = nn.LayerNorm(cfg.d_model) if cfg.norm_first else nn.Identity()
+
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+        """x (B, S, d_model), mask (B, 1, 1, S) -> memory (B, S, d_model)."""
+        for layer in self.layers:
+            x = layer(x, mask)
+        return self.norm(x)
+
+
+class DecoderCache:
+    """Per-layer key/value caches for incremental decoding, and how many positions are done."""
+
+    def __init__(self, num_layers: int) -> None:
+        self.layers = [(KVCache(), KVCache(static=True)) for _ in range(num_layers)]
+        self.offset = 0  # positions already decoded; the next token's position
+
+    def reorder(self, index: Tensor) -> None:
+        """Keep batch rows ``index`` in every cache (beam search reorders hypotheses)."""
+        for self_cache, cross_cache in self.layers:
+            self_cache.reorder(index)
+            cross_cache.reorder(index)
+
+
+class Decoder(nn.Module):
+    """N decoder layers; a final LayerNorm in the Pre-LN form."""
+
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(
+            DecoderLayer(cfg.d_model, cfg.num_heads, cfg.d_ff, cfg.dropout, cfg.norm_first)
+            for _ in range(cfg.num_decoder_layers)
+        )
+        self.norm = nn.LayerNorm(cfg.d_model) if cfg.norm_first else nn.Identity()
+
+    def forward(
+        self,
+        x: Tensor,
+        memory: Tensor,
+        tgt_mask: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+        cache: DecoderCache | None = None,
+    ) -> Tensor:
+        """x (B, T, d_model), memory (B, S, d_model) -> (B, T, d_model)."""
+        for i, layer in enumerate(self.layers):
+            x = layer(x, memory, tgt_mask, memory_mask, None if cache is None else cache.layers[i])
+        return self.norm(x)
+
+
+class Transformer(nn.Module):
+    """Encoder-decoder Transformer for sequence-to-sequence tasks (batch first, PAD masked)."""
+
+    def __init__(self, config: TransformerConfig) -> None:
+        super().__init__()
+        self.config = cfg = config
+        self.src_embed = nn.Embedding(cfg.src_vocab_size, cfg.d_model, padding_idx=cfg.pad_id)
+        self.tgt_embed = nn.Embedding(cfg.tgt_vocab_size, cfg.d_model, padding_idx=cfg.pad_id)
+        positions = PositionalEncoding if cfg.positional == "sinusoidal" else LearnedPositionalEncoding
+        self.positions = positions(cfg.d_model, cfg.max_len, cfg.dropout)
+        self.encoder = Encoder(cfg)
+        self.decoder = Decoder(cfg)
+        self.generator = nn.Linear(cfg.d_model, cfg.tgt_vocab_size)
+        self._reset_parameters()
+        if cfg.tie_embeddings:
+            self.generator.weight = self.tgt_embed.weight  # (V, d_model) shared
+
+    def _reset_parameters(self) -> None:
+        # Xavier for every matrix, as in the reference implementations; embeddings are scaled by
+        # sqrt(d_model) in forward, so start them small (std 1/sqrt(d_model)).
+        for name, p in self.named_parameters():
+            if p.dim() > 1 and "embed" not in name and "positions" not in name:
+                nn.init.xavier_uniform_(p)
+        for emb in (self.src_embed, self.tgt_embed):
+            nn.init.normal_(emb.weight, std=self.config.d_model**-0.5)
+            with torch.no_grad():
+                emb.weight[self.config.pad_id].zero_()
+
+    def src_mask(self, src: Tensor) -> Tensor:
+        """(B, 1, 1, S): True on the real source tokens."""
+        return padding_mask(src, self.config.pad_id)
+
+    def tgt_mask(self, tgt: Tensor) -> Tensor:
+        """(B, 1, T, T): causal AND not padding (on the keys)."""
+        return causal_mask(tgt.shape[1], tgt.device) & padding_mask(tgt, self.config.pad_id)
+
+    def _embed(self, tokens: Tensor, table: nn.Embedding, offset: int = 0) -> Tensor:
+        if tokens.dim() != 2 or tokens.is_floating_point():
+            raise ValueError(f"expected integer token ids (B, T), got {tokens.dtype} "
+                             f"{tuple(tokens.shape)}")
+        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= table.num_embeddings):
+            raise ValueError(f"token ids must lie in [0, {table.num_embeddings}), got "
+                             f"{int(tokens.min())}..{int(tokens.max())}")
+        x = table(tokens) * math.sqrt(self.config.d_model)  # (B, T, d_model)
+        return self.positions(x, offset)
+
+    def encode(self, src: Tensor) -> Tensor:
+        """src (B, S) token ids -> memory (B, S, d_model)."""
+        return self.encoder(self._embed(src, self.src_embed), self.src_mask(src))
+
+    def decode(
+        self,
+        tgt: Tensor,
+        memory: Tensor,
+        memory_mask: Tensor | None = None,
+        cache: DecoderCache | None = None,
+    ) -> Tensor:
+        """tgt (B, T), memory (B, S, d_model), memory_mask (B, 1, 1, S) -> logits (B, T, V).
+
+        Without a cache, ``tgt`` is the whole prefix (causal and padding masks are built here).
+        With a cache, ``tgt`` holds only the new tokens; earlier positions come from the cache,
+        and the new ones are numbered from ``cache.offset``.
+        """
+        if memory.dim() != 3 or memory.shape[0] != tgt.shape[0]:
+            raise ValueError(f"memory must be (B, S, d_model) with B = {tgt.shape[0]}, "
+                             f"got {tuple(memory.shape)}")
+        offset = 0 if cache is None else cache.offset
+        T = tgt.shape[1]
+        x = self._embed(tgt, self.tgt_embed, offset)
+        if cache is None:
+            mask = self.tgt_mask(tgt)  # (B, 1, T, T)
+        else:
+            # New positions offset..offset+T-1 see every cached position and the causal part.
+            mask = causal_mask(offset + T, tgt.device)[offset:]  # (T, offset + T)
+        x = self.decoder(x, memory, mask, memory_mask, cache)
+        if cache is not None:
+            cache.offset += T
+        return self.generator(x)
+
+    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        """Teacher forcing: src (B, S), tgt_in (B, T) starting with BOS -> logits (B, T, V)."""
+        if src.shape[0] != tgt_in.shape[0]:
+            raise ValueError(f"src and tgt_in batch sizes differ: {tuple(src.shape)} vs "
+                             f"{tuple(tgt_in.shape)}")
+        memory = self.encode(src)
+        return self.decode(tgt_in, memory, self.src_mask(src))
+
+    def new_cache(self) -> DecoderCache:
+        """An empty cache for incremental decoding with :meth:`decode`."""
+        return DecoderCache(len(self.decoder.layers))
+
+    def num_parameters(self) -> int:
+        """Trainable parameters, shared (tied) ones counted once."""
+        return sum(p.numel() for p in self.parameters() if p.requires_grad)
