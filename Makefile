@@ -34,16 +34,19 @@ book: venv
 	@echo "$(LABFORMER_HASH)" > _build/.labformer-hash
 	@echo "Open $(CURDIR)/_build/html/index.html in a browser."
 
-# Debian's Chromium drives the browser test; install it when it is missing (needs root or sudo).
+# Debian's Chromium drives the browser test (tests/test_book_html.py), with a CJK font so the
+# glossary's Chinese terms render in the screenshots. Installs what is missing (root or sudo).
+CJK_FONT := /usr/share/fonts/truetype/wqy/wqy-microhei.ttc
 browser:
-	@if [ ! -x $(CHROMIUM) ]; then \
+	@if [ ! -x $(CHROMIUM) ] || [ ! -e $(CJK_FONT) ]; then \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; fi
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq \
+	    chromium fonts-wqy-microhei >/dev/null; fi
 	@test -x $(CHROMIUM) || { echo "chromium not found at $(CHROMIUM)"; exit 1; }
 
 test: venv browser book
-	$(PY) -m pytest
+	CHROMIUM=$(CHROMIUM) $(PY) -m pytest
 
 lab: venv
 	$(VENV)/bin/jupyter lab book/

@@ -1,0 +1,237 @@
+"""Training loop: AdamW, warm-up then inverse square root, label smoothing, gradient clipping.
+
+The loop knows nothing about the model beyond ``model(src, tgt_in) -> logits``, and nothing about
+the data beyond a list of :class:`labformer.data.Batch`-like objects (``src``, ``tgt_in``,
+``tgt_out``). Checkpoints are written atomically and hold everything needed to resume: a resumed
+run continues exactly as an uninterrupted one would (same seed, same numbers). Under ``torchrun``
+the same loop runs data-parallel (DistributedDataParallel; gloo on CPU, NCCL on GPU).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from tqdm.auto import tqdm
+
+from .loss import label_smoothed_cross_entropy
+
+__all__ = [
+    "TrainConfig",
+    "History",
+    "lr_factor",
+    "pick_device",
+    "setup_distributed",
+    "save_checkpoint",
+    "load_checkpoint",
+    "train",
+]
+
+CHECKPOINT_FORMAT = "labformer-checkpoint-1"
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """How to train; the model's sizes live in TransformerConfig."""
+
+    epochs: int = 10  # passes over the training batches
+    lr: float = 1e-3  # peak learning rate, reached at the end of warm-up
+    warmup_steps: int = 200  # linear warm-up, then decay as 1/sqrt(step) (Vaswani et al. 5.3)
+    betas: tuple[float, float] = (0.9, 0.98)  # Adam's betas, as in the paper
+    weight_decay: float = 0.01  # AdamW's decoupled weight decay
+    label_smoothing: float = 0.1  # epsilon_ls; the paper uses 0.1
+    clip_norm: float = 1.0  # max global gradient norm; 0 disables clipping
+    seed: int = 0  # seeds initial dropout and the batch order of every epoch
+    pad_id: int = 0  # target padding, left out of the loss
+
+    def __post_init__(self) -> None:
+        if self.epochs < 1 or self.warmup_steps < 1 or self.lr <= 0:
+            raise ValueError(f"epochs, warmup_steps and lr must be positive: {self}")
+        if not 0.0 <= self.label_smoothing < 1.0:
+            raise ValueError(f"label_smoothing must be in [0, 1), got {self.label_smoothing}")
+
+
+@dataclass
+class History:
+    """What happened during training, one entry per step or per epoch."""
+
+    step_loss: list[float] = field(default_factory=list)  # mean loss of each optimiser step
+    step_lr: list[float] = field(default_factory=list)  # learning rate used at each step
+    epoch_loss: list[float] = field(default_factory=list)  # mean training loss of each epoch
+    valid_score: list[float] = field(default_factory=list)  # valid_fn's score after each epoch
+
+
+def lr_factor(step: int, warmup_steps: int) -> float:
+    """Multiplier of the peak rate at optimiser step ``step`` (1-based): linear up, then 1/sqrt."""
+    step = max(step, 1)
+    return min(step / warmup_steps, math.sqrt(warmup_steps / step))
+
+
+def pick_device(name: str = "auto") -> torch.device:
+    """'auto' picks CUDA, then Apple's MPS, then the CPU; otherwise the named device."""
+    if name == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    try:
+        device = torch.device(name)
+    except RuntimeError as e:
+        raise ValueError(f"unknown device {name!r}: use auto, cpu, cuda or mps") from e
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device 'cuda' was asked for, but CUDA is not available here")
+    return device
+
+
+def setup_distributed() -> tuple[int, int]:
+    """Join the process group when launched by torchrun; returns (rank, world_size)."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world > 1 and not dist.is_initialized():
+        dist.init_process_group(backend="nccl" if torch.cuda.is_available() else "gloo")
+    if dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def save_checkpoint(path: str | os.PathLike, state: dict) -> None:
+    """Write ``state`` to ``path`` atomically: a temporary file in the same folder, then rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        torch.save({"format": CHECKPOINT_FORMAT, **state}, tmp)
+        os.replace(tmp, path)  # atomic on POSIX: readers see the old file or the new one
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict:
+    """Read a checkpoint written by :func:`save_checkpoint` (tensors and plain data only)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"checkpoint not found: {path}")
+    try:
+        state = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as e:  # torch raises several types for truncated or foreign files
+        raise ValueError(f"cannot read checkpoint {path}: the file is corrupt or not a "
+                         f"labformer checkpoint ({type(e).__name__})") from e
+    if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
+        raise ValueError(f"{path} is not a labformer checkpoint (format {CHECKPOINT_FORMAT})")
+    return state
+
+
+def _epoch_order(num_batches: int, seed: int, epoch: int) -> list[int]:
+    # The order depends only on (seed, epoch), so a resumed run sees the same batches.
+    g = torch.Generator().manual_seed(seed * 100_003 + epoch)
+    return torch.randperm(num_batches, generator=g).tolist()
+
+
+def train(
+    model: nn.Module,
+    batches: Sequence,
+    config: TrainConfig = TrainConfig(),
+    *,
+    valid_fn: Callable[[nn.Module], float] | None = None,
+    checkpoint: str | os.PathLike | None = None,
+    resume: bool = False,
+    extra_state: dict | None = None,
+    device: str | torch.device = "auto",
+    progress: bool | None = None,
+) -> History:
+    """Train ``model`` on ``batches`` (objects with src, tgt_in, tgt_out) for config.epochs.
+
+    valid_fn(model) -> score is called after every epoch (e.g. validation BLEU).
+    checkpoint: written after every epoch (rank 0 only); with resume=True and an existing file,
+    training continues from the epoch after the saved one. extra_state (e.g. vocabularies) is
+    stored alongside. progress: a tqdm bar; None shows it only when stderr is a terminal.
+    """
+    if len(batches) == 0:
+        raise ValueError("no training batches: the training set is empty")
+    rank, world = setup_distributed()
+    device = pick_device(device) if isinstance(device, str) else device
+    if world > 1 and device.type == "cuda":
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", rank)))
+    torch.manual_seed(config.seed)
+    model.to(device)
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=config.lr, betas=config.betas, weight_decay=config.weight_decay
+    )
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda i: lr_factor(i + 1, config.warmup_steps)
+    )
+    history, start_epoch = History(), 0
+    if resume and checkpoint is not None and Path(checkpoint).is_file():
+        state = load_checkpoint(checkpoint, map_location=device)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        history = History(**state["history"])
+        start_epoch = state["epoch"] + 1
+        torch.set_rng_state(state["rng"])
+    net = model
+    if world > 1:
+        net = nn.parallel.DistributedDataParallel(
+            model, device_ids=[device.index] if device.type == "cuda" else None
+        )
+    show = (sys.stderr.isatty() if progress is None else progress) and rank == 0
+    per_rank = len(batches) // world  # equal step counts keep the ranks in lockstep
+    if per_rank == 0:
+        raise ValueError(f"{len(batches)} batches cannot be shared among {world} processes")
+    for epoch in range(start_epoch, config.epochs):
+        net.train()
+        order = _epoch_order(len(batches), config.seed, epoch)[rank::world][:per_rank]
+        bar = tqdm(order, desc=f"epoch {epoch + 1}/{config.epochs}", disable=not show,
+                   leave=False, unit="batch")
+        total = 0.0
+        for i in bar:
+            b = batches[i]
+            src, tgt_in, tgt_out = b.src.to(device), b.tgt_in.to(device), b.tgt_out.to(device)
+            logits = net(src, tgt_in)  # (B, T, V)
+            loss = label_smoothed_cross_entropy(
+                logits, tgt_out, smoothing=config.label_smoothing, ignore_index=config.pad_id
+            )
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if config.clip_norm > 0:
+                nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
+            history.step_lr.append(optimizer.param_groups[0]["lr"])
+            optimizer.step()
+            scheduler.step()
+            history.step_loss.append(loss.item())
+            total += loss.item()
+            bar.set_postfix(loss=f"{loss.item():.3f}")
+        history.epoch_loss.append(total / per_rank)
+        if valid_fn is not None and rank == 0:
+            model.eval()
+            with torch.no_grad():
+                history.valid_score.append(float(valid_fn(model)))
+        if show:
+            score = f", valid {history.valid_score[-1]:.2f}" if history.valid_score else ""
+            tqdm.write(f"epoch {epoch + 1}: loss {history.epoch_loss[-1]:.3f}{score}")
+        if checkpoint is not None and rank == 0:
+            save_checkpoint(checkpoint, {
+                "model": model.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict(),
+                "epoch": epoch,
+                "rng": torch.get_rng_state(),
+                "history": dataclasses.asdict(history),
+                "train_config": dataclasses.asdict(config),
+                **(extra_state or {}),
+            })
+        if world > 1:
+            dist.barrier()
+    model.eval()
+    return history
