@@ -1,0 +1,1 @@
+"""Benchmarks of labformer against PyTorch's own modules (run with `make bench`)."""

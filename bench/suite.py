@@ -1,0 +1,252 @@
+"""Benchmarks of labformer against PyTorch's own modules, as ratios measured in one run.
+
+Each comparison times both sides in the same process, alternating them, after a warm-up, and
+quotes medians. A ratio is labformer's time over the peer's: below 1 means labformer is faster.
+Absolute times depend on the machine and its load; ratios measured side by side mostly do not.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
+
+from labformer import MultiHeadAttention, Transformer, TransformerConfig, sinusoidal_positions
+from labformer.decoding import beam_search, greedy_decode
+
+
+@dataclass
+class Row:
+    """One line of the results table."""
+
+    name: str
+    ours_ms: float
+    peer_ms: float
+    target: str  # e.g. "<= 1.2"; empty when the row is only reported
+    ok: bool | None  # None when there is no target
+    note: str = ""
+
+    @property
+    def ratio(self) -> float:
+        return self.ours_ms / self.peer_ms
+
+
+def time_pair(ours: Callable[[], object], peer: Callable[[], object], repeats: int,
+              warmup: int = 1) -> tuple[float, float]:
+    """Median milliseconds of ``ours`` and ``peer``, run alternately so that load hits both."""
+    for _ in range(warmup):
+        ours()
+        peer()
+    a, b = [], []
+    for i in range(repeats):
+        for fn, out in ((ours, a), (peer, b)) if i % 2 == 0 else ((peer, b), (ours, a)):
+            t0 = time.perf_counter()
+            fn()
+            out.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(a), statistics.median(b)
+
+
+# --- multi-head attention -------------------------------------------------------------------
+
+def bench_mha(T: int, B: int = 32, d_model: int = 256, num_heads: int = 8,
+              repeats: int = 7) -> Row:
+    """Self-attention forward + backward, no weights returned, against nn.MultiheadAttention."""
+    torch.manual_seed(0)
+    peer = nn.MultiheadAttention(d_model, num_heads, batch_first=True)
+    ours = MultiHeadAttention.from_torch(peer)
+    x = torch.randn(B, T, d_model, requires_grad=True)
+
+    def run_ours() -> None:
+        out, _ = ours(x, x, x, need_weights=False)
+        out.sum().backward()
+
+    def run_peer() -> None:
+        out, _ = peer(x, x, x, need_weights=False)
+        out.sum().backward()
+
+    o, p = time_pair(run_ours, run_peer, repeats)
+    ratio = o / p
+    return Row(f"MultiHeadAttention fwd+bwd, T={T}", o, p, "<= 1.2", ratio <= 1.2,
+               f"B={B}, d_model={d_model}, h={num_heads}")
+
+
+# --- a training step ------------------------------------------------------------------------
+
+class TorchSeq2Seq(nn.Module):
+    """The peer: embeddings, sinusoidal positions, ``nn.Transformer``, output layer."""
+
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.src_embed = nn.Embedding(cfg.src_vocab_size, cfg.d_model, padding_idx=cfg.pad_id)
+        self.tgt_embed = nn.Embedding(cfg.tgt_vocab_size, cfg.d_model, padding_idx=cfg.pad_id)
+        self.register_buffer("pe", sinusoidal_positions(cfg.max_len, cfg.d_model))
+        self.transformer = nn.Transformer(
+            cfg.d_model, cfg.num_heads, cfg.num_encoder_layers, cfg.num_decoder_layers,
+            cfg.d_ff, cfg.dropout, batch_first=True, norm_first=cfg.norm_first,
+        )
+        self.generator = nn.Linear(cfg.d_model, cfg.tgt_vocab_size)
+
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+        scale = math.sqrt(self.cfg.d_model)
+        s = self.src_embed(src) * scale + self.pe[: src.shape[1]]
+        t = self.tgt_embed(tgt) * scale + self.pe[: tgt.shape[1]]
+        causal = nn.Transformer.generate_square_subsequent_mask(tgt.shape[1], dtype=torch.bool)
+        out = self.transformer(
+            s, t, tgt_mask=causal, src_key_padding_mask=src == self.cfg.pad_id,
+            tgt_key_padding_mask=tgt == self.cfg.pad_id,
+            memory_key_padding_mask=src == self.cfg.pad_id, tgt_is_causal=True,
+        )
+        return self.generator(out)
+
+
+def _train_step(model: nn.Module, opt: torch.optim.Optimizer, src, tgt_in, tgt_out) -> None:
+    logits = model(src, tgt_in)
+    loss = F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=0,
+                           label_smoothing=0.1)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+
+
+def _batch(cfg: TransformerConfig, B: int, S: int, T: int) -> tuple[torch.Tensor, ...]:
+    g = torch.Generator().manual_seed(0)
+    src = torch.randint(4, cfg.src_vocab_size, (B, S), generator=g)
+    tgt = torch.randint(4, cfg.tgt_vocab_size, (B, T + 1), generator=g)
+    src[: B // 4, S - S // 4:] = 0  # some padding, as in real batches
+    return src, tgt[:, :-1], tgt[:, 1:]
+
+
+def train_config(tiny: bool) -> tuple[TransformerConfig, int, int]:
+    """The benchmarked configuration: (config, batch size, sequence length)."""
+    if tiny:
+        return TransformerConfig.preset("tiny", src_vocab_size=50, tgt_vocab_size=50), 4, 8
+    cfg = TransformerConfig(src_vocab_size=1000, tgt_vocab_size=1000, d_model=256, num_heads=4,
+                            num_encoder_layers=3, num_decoder_layers=3, d_ff=1024, dropout=0.1)
+    return cfg, 32, 32
+
+
+def bench_train_step(tiny: bool = False, repeats: int = 7) -> tuple[Row, Row]:
+    """A full training step against nn.Transformer; and achieved FLOP/s against matmul peak."""
+    cfg, B, T = train_config(tiny)
+    torch.manual_seed(0)
+    ours, peer = Transformer(cfg), TorchSeq2Seq(cfg)
+    opt_o = torch.optim.AdamW(ours.parameters(), lr=1e-4)
+    opt_p = torch.optim.AdamW(peer.parameters(), lr=1e-4)
+    src, tgt_in, tgt_out = _batch(cfg, B, T, T)
+    o, p = time_pair(lambda: _train_step(ours, opt_o, src, tgt_in, tgt_out),
+                     lambda: _train_step(peer, opt_p, src, tgt_in, tgt_out), repeats)
+    step = Row("Transformer training step", o, p, "<= 1.1", o / p <= 1.1,
+               f"d_model={cfg.d_model}, layers={cfg.num_encoder_layers}+"
+               f"{cfg.num_decoder_layers}, B={B}, T={T}")
+    with FlopCounterMode(display=False) as counter:
+        _train_step(ours, opt_o, src, tgt_in, tgt_out)
+    flops = counter.get_total_flops()
+    peak = matmul_peak_flops(256 if tiny else 2048)
+    achieved = flops / (o / 1e3)
+    util = Row("Training step FLOP/s vs matmul peak", achieved / 1e9, peak / 1e9, "", None,
+               f"{flops / 1e9:.2f} GFLOP per step; columns are GFLOP/s, ratio = fraction")
+    return step, util
+
+
+def matmul_peak_flops(n: int = 2048, repeats: int = 5) -> float:
+    """float32 FLOP/s of a large torch.mm on this machine, measured now (best of repeats)."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    a @ b
+    best = min(_timed(lambda: a @ b) for _ in range(repeats))
+    return 2 * n**3 / best
+
+
+def _timed(fn: Callable[[], object]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+# --- decoding -------------------------------------------------------------------------------
+
+def _decoding_model(tiny: bool) -> tuple[Transformer, torch.Tensor, int]:
+    if tiny:
+        cfg = TransformerConfig.preset("tiny", src_vocab_size=50, tgt_vocab_size=50)
+        steps, B, S = 8, 2, 6
+    else:
+        cfg = TransformerConfig(src_vocab_size=1000, tgt_vocab_size=1000, d_model=256,
+                                num_heads=4, num_encoder_layers=3, num_decoder_layers=3,
+                                d_ff=1024, dropout=0.0, max_len=128)
+        steps, B, S = 64, 8, 24
+    torch.manual_seed(0)
+    model = Transformer(cfg).eval()
+    src = torch.randint(4, cfg.src_vocab_size, (B, S))
+    return model, src, steps
+
+
+def bench_decoding(tiny: bool = False, repeats: int = 5) -> tuple[Row, Row]:
+    """Greedy with the KV cache against recomputing the prefix; beam 4 against greedy."""
+    model, src, steps = _decoding_model(tiny)
+    # EOS id -1 never matches, so every run decodes exactly `steps` tokens.
+    kw = dict(max_len=steps, eos_id=-1)
+    with torch.no_grad():
+        o, p = time_pair(lambda: greedy_decode(model, src, use_cache=True, **kw),
+                         lambda: greedy_decode(model, src, use_cache=False, **kw), repeats)
+        cache = Row(f"Greedy {steps} tokens: KV cache vs recompute", o, p, "speed-up >= 3x",
+                    p / o >= 3.0, f"speed-up {p / o:.1f}x; B={src.shape[0]}")
+        b, g = time_pair(lambda: beam_search(model, src, beam_size=4, **kw),
+                         lambda: greedy_decode(model, src, use_cache=True, **kw), repeats)
+        beam = Row(f"Beam search (4) vs greedy, {steps} tokens", b, g, "<= 2.5", b / g <= 2.5,
+                   "both cached")
+    return cache, beam
+
+
+# --- the whole suite ------------------------------------------------------------------------
+
+def machine() -> str:
+    """One line describing where the numbers come from."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if "model name" in line)
+    except (OSError, StopIteration):
+        pass
+    return (f"{cpu}; {os.cpu_count()} cores; torch {torch.__version__} "
+            f"({torch.get_num_threads()} threads); Python {platform.python_version()}")
+
+
+def run_all(tiny: bool = False, progress: Callable[[str], None] | None = None) -> list[Row]:
+    """Every benchmark; ``tiny`` runs each once at a toy size (what the tests do)."""
+    say = progress or (lambda _msg: None)
+    reps = 1 if tiny else 7
+    rows: list[Row] = []
+    for T in (8,) if tiny else (32, 128, 512):
+        say(f"multi-head attention, T={T}")
+        rows.append(bench_mha(T, B=2 if tiny else 32, d_model=32 if tiny else 256,
+                              num_heads=4 if tiny else 8, repeats=reps))
+    say("training step")
+    rows.extend(bench_train_step(tiny, repeats=reps))
+    say("decoding")
+    rows.extend(bench_decoding(tiny, repeats=1 if tiny else 5))
+    return rows
+
+
+def to_markdown(rows: list[Row]) -> str:
+    """The results as a Markdown table, with the machine they were measured on."""
+    lines = [
+        f"Measured on: {machine()}",
+        "",
+        "| benchmark | labformer | PyTorch peer | ratio | target | met | notes |",
+        "|---|---:|---:|---:|---|---|---|",
+    ]
+    for r in rows:
+        unit = "GFLOP/s" if "FLOP/s" in r.name else "ms"
+        met = "" if r.ok is None else ("yes" if r.ok else "**no**")
+        lines.append(f"| {r.name} | {r.ours_ms:.3g} {unit} | {r.peer_ms:.3g} {unit} | "
+                     f"{r.ratio:.3g} | {r.target} | {met} | {r.note} |")
+    return "\n".join(lines) + "\n"

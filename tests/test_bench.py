@@ -1,0 +1,27 @@
+"""The benchmarks still run (once, at toy sizes). Timing targets live in `make bench`, not here."""
+
+from bench.__main__ import main
+from bench.suite import Row, to_markdown
+
+
+def test_every_benchmark_runs_at_a_tiny_size(tmp_path, capsys):
+    out = tmp_path / "results.md"
+    assert main(["--tiny", "--out", str(out)]) == 0
+    assert not out.exists()  # a smoke run never overwrites the real results
+    table = capsys.readouterr().out
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line]
+    names = " ".join(rows)
+    for expected in ("MultiHeadAttention", "Transformer training step", "FLOP/s",
+                     "KV cache", "Beam search"):
+        assert expected in names
+    for line in rows[1:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        ours, peer, ratio = float(cells[1].split()[0]), float(cells[2].split()[0]), float(cells[3])
+        assert ours > 0 and peer > 0 and abs(ratio - ours / peer) <= 0.02 * ratio
+
+
+def test_a_missed_target_is_marked():
+    row = Row("x", ours_ms=3.0, peer_ms=2.0, target="<= 1.1", ok=False)
+    assert row.ratio == 1.5
+    assert "**no**" in to_markdown([row])
+    assert "yes" in to_markdown([Row("y", 1.0, 2.0, "<= 1.1", True)])
