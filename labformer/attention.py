@@ -69,6 +69,13 @@ def scaled_dot_product_attention(
             f"key and value must have the same length T_k, got key {tuple(key.shape)} "
             f"and value {tuple(value.shape)}"
         )
+    try:  # leading (batch, head) dims must broadcast, else matmul fails with a RuntimeError
+        torch.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
+    except RuntimeError:
+        raise ValueError(
+            "query, key and value batch dims do not broadcast, got "
+            f"{tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}"
+        ) from None
     if not 0.0 <= dropout_p < 1.0:
         raise ValueError(f"dropout_p must be in [0, 1), got {dropout_p}")
     d_k = query.shape[-1]
