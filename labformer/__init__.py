@@ -10,7 +10,24 @@ from .attention import (
     masked_softmax,
     scaled_dot_product_attention,
 )
+from .decoding import (
+    BeamStep,
+    Hypothesis,
+    PrefixTableModel,
+    beam_search,
+    greedy_decode,
+    length_penalty_factor,
+    sequence_log_prob,
+)
 from .layers import DecoderLayer, EncoderLayer, FeedForward, residual
+from .loss import (
+    LabelSmoothingLoss,
+    entropy,
+    kl_divergence,
+    label_smoothed_cross_entropy,
+    smoothed_targets,
+    soft_cross_entropy,
+)
 from .masks import causal_mask, check_mask, combine_masks, from_key_padding_mask, padding_mask
 from .multihead import KVCache, MultiHeadAttention, record_attention
 from .notebook import setup_notebook

@@ -1,0 +1,340 @@
+"""Turning a trained model into output sequences: greedy decoding and beam search.
+
+Both functions use only this model interface (``Transformer`` has it, so does
+:class:`PrefixTableModel`)::
+
+    model.encode(src (B, S)) -> memory (B, S, D)
+    model.src_mask(src (B, S)) -> memory_mask (B, 1, 1, S)
+    model.new_cache() -> cache with .offset and .reorder(index)
+    model.decode(tgt, memory, memory_mask, cache) -> logits (B, T, V)
+
+With a cache, each step feeds only the newest token, (B, 1); the keys and values of earlier
+positions come from the cache (incremental decoding). Without one, the whole prefix is run again.
+
+Scores are sums of log-probabilities. PAD and BOS are never generated (their log-probabilities
+are set to -inf, without renormalising). Beam search can rank finished hypotheses with GNMT's
+length penalty (Wu et al. 2016): score = log_prob / ((5 + L) / 6) ** alpha, where L counts the
+generated tokens, EOS included; alpha = 0 (the default) means no normalisation.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+__all__ = [
+    "Hypothesis",
+    "BeamStep",
+    "greedy_decode",
+    "beam_search",
+    "length_penalty_factor",
+    "sequence_log_prob",
+    "PrefixTableModel",
+]
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    """One output of beam search: tokens (no BOS; ends with EOS if finished) and its scores."""
+
+    tokens: list[int]
+    score: float  # log_prob divided by the length penalty; what hypotheses are ranked by
+    log_prob: float  # sum of the tokens' log-probabilities
+    finished: bool = True  # False if it hit max_len without EOS
+
+
+@dataclass(frozen=True)
+class BeamStep:
+    """What one beam-search step kept, for drawing the search tree (batch row 0 only)."""
+
+    parents: list[int]  # for each kept live hypothesis, the index of its parent in the last step
+    tokens: list[int]  # the token it appended
+    log_probs: list[float]  # its total log-probability (-inf for an empty slot)
+    finished: list[tuple[int, float]] = field(default_factory=list)  # (parent, log_prob) ended
+
+
+def length_penalty_factor(length: int | Tensor, alpha: float) -> float | Tensor:
+    """GNMT's length penalty ((5 + length) / 6) ** alpha; 1 when alpha = 0."""
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+def _check_src(model: nn.Module, src: Tensor, max_len: int) -> Tensor:
+    if src.dim() == 1:
+        src = src.unsqueeze(0)
+    if src.dim() != 2 or src.is_floating_point():
+        raise ValueError(f"src must be integer ids (B, S) or (S,), got {src.dtype} "
+                         f"{tuple(src.shape)}")
+    if max_len < 1:
+        raise ValueError(f"max_len must be at least 1, got {max_len}")
+    return src
+
+
+def _next_log_probs(logits: Tensor, banned: Sequence[int]) -> Tensor:
+    """logits (N, V) of the last position -> log-probabilities with banned ids at -inf."""
+    log_p = F.log_softmax(logits.float(), dim=-1)  # (N, V)
+    if banned:
+        log_p[:, list(banned)] = -math.inf
+    return log_p
+
+
+class _Stepper:
+    """Runs the decoder one token at a time, with or without the key/value cache."""
+
+    def __init__(self, model: nn.Module, memory: Tensor, memory_mask: Tensor, bos: Tensor,
+                 use_cache: bool) -> None:
+        self.model, self.memory, self.memory_mask = model, memory, memory_mask
+        self.cache = model.new_cache() if use_cache else None
+        self.prefix = bos  # (N, t): every token fed so far, BOS first
+        self.new = bos  # (N, 1): the tokens the next call still has to feed
+
+    def logits(self) -> Tensor:
+        """Logits (N, V) for the position after the current prefix."""
+        if self.cache is None:
+            out = self.model.decode(self.prefix, self.memory, self.memory_mask)  # (N, t, V)
+        else:
+            out = self.model.decode(self.new, self.memory, self.memory_mask, self.cache)
+        return out[:, -1]
+
+    def advance(self, tokens: Tensor, index: Tensor | None = None) -> None:
+        """Keep rows ``index`` (beam reordering), then append ``tokens`` (N,)."""
+        if index is not None:
+            self.prefix = self.prefix.index_select(0, index)
+            if self.cache is not None:
+                self.cache.reorder(index)
+        self.prefix = torch.cat([self.prefix, tokens[:, None]], dim=1)  # (N, t + 1)
+        self.new = tokens[:, None]  # (N, 1)
+
+
+@torch.no_grad()
+def greedy_decode(
+    model: nn.Module,
+    src: Tensor,
+    max_len: int = 50,
+    bos_id: int = 1,
+    eos_id: int = 2,
+    pad_id: int = 0,
+    use_cache: bool = True,
+) -> Tensor:
+    """Pick the most probable token at every step: src (B, S) -> ids (B, L), L <= max_len.
+
+    Rows keep their EOS and are padded with ``pad_id`` after it; BOS is not included.
+    """
+    src = _check_src(model, src, max_len)
+    B = src.shape[0]
+    memory, memory_mask = model.encode(src), model.src_mask(src)
+    bos = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)
+    stepper = _Stepper(model, memory, memory_mask, bos, use_cache)
+    done = torch.zeros(B, dtype=torch.bool, device=src.device)
+    out = []
+    for _ in range(max_len):
+        log_p = _next_log_probs(stepper.logits(), (pad_id, bos_id))  # (B, V)
+        token = log_p.argmax(dim=-1)  # (B,)
+        token = torch.where(done, torch.full_like(token, pad_id), token)
+        out.append(token)
+        done = done | (token == eos_id)
+        if bool(done.all()):
+            break
+        stepper.advance(token)
+    return torch.stack(out, dim=1)  # (B, L)
+
+
+@torch.no_grad()
+def sequence_log_prob(
+    model: nn.Module, src: Tensor, tokens: Tensor, bos_id: int = 1, pad_id: int = 0
+) -> Tensor:
+    """Total log-probability of given outputs: src (B, S), tokens (B, L) without BOS -> (B,).
+
+    Positions holding ``pad_id`` (after EOS) are not counted; PAD and BOS are banned, as in
+    decoding, so the result is the score beam search would give the same tokens (alpha = 0).
+    """
+    src = _check_src(model, src, 1)
+    if tokens.dim() != 2 or tokens.shape[0] != src.shape[0]:
+        raise ValueError(f"tokens must be (B, L) with B = {src.shape[0]}, got "
+                         f"{tuple(tokens.shape)}")
+    memory, memory_mask = model.encode(src), model.src_mask(src)
+    bos = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)
+    tgt_in = torch.cat([bos, tokens[:, :-1]], dim=1)  # (B, L)
+    logits = model.decode(tgt_in, memory, memory_mask)  # (B, L, V)
+    B, L, V = logits.shape
+    log_p = _next_log_probs(logits.reshape(B * L, V), (pad_id, bos_id)).view(B, L, V)
+    picked = log_p.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)  # (B, L)
+    return torch.where(tokens == pad_id, torch.zeros_like(picked), picked).sum(dim=1)
+
+
+@torch.no_grad()
+def beam_search(
+    model: nn.Module,
+    src: Tensor,
+    beam_size: int = 4,
+    top_beams: int = 1,
+    max_len: int = 50,
+    length_penalty: float = 0.0,
+    bos_id: int = 1,
+    eos_id: int = 2,
+    pad_id: int = 0,
+    use_cache: bool = True,
+    trace: list[BeamStep] | None = None,
+) -> list[list[Hypothesis]]:
+    """Beam search: src (B, S) or (S,) -> for each row, its ``top_beams`` best hypotheses.
+
+    All B * beam_size hypotheses run through the decoder together, one call per step. At each
+    step, an EOS candidate ranked among the best ``beam_size`` is set aside as finished; the best
+    ``beam_size`` non-EOS candidates live on. A row stops once it holds ``beam_size`` finished
+    hypotheses and no live one can still beat the worst of them. ``length_penalty`` is GNMT's
+    alpha. ``beam_size=1`` is greedy decoding. Pass a list as ``trace`` to collect one
+    :class:`BeamStep` per step for batch row 0.
+    """
+    if beam_size < 1:
+        raise ValueError(f"beam_size must be at least 1, got {beam_size}")
+    if not 1 <= top_beams <= beam_size:
+        raise ValueError(f"top_beams must be in [1, beam_size={beam_size}], got {top_beams}")
+    if length_penalty < 0:
+        raise ValueError(f"length_penalty (alpha) must be >= 0, got {length_penalty}")
+    src = _check_src(model, src, max_len)
+    B, K, device = src.shape[0], beam_size, src.device
+
+    # Every beam of every row in one batch of B * K rows: row b's beams are b*K .. b*K + K-1.
+    memory = model.encode(src)  # (B, S, D)
+    memory_mask = model.src_mask(src)  # (B, 1, 1, S)
+    memory = memory.repeat_interleave(K, dim=0)  # (B*K, S, D)
+    memory_mask = memory_mask.repeat_interleave(K, dim=0)  # (B*K, 1, 1, S)
+    bos = torch.full((B * K, 1), bos_id, dtype=torch.long, device=device)
+    stepper = _Stepper(model, memory, memory_mask, bos, use_cache)
+
+    # Only beam 0 starts alive; the other K-1 copies of BOS would only duplicate it.
+    beam_lp = torch.full((B, K), -math.inf, device=device)
+    beam_lp[:, 0] = 0.0
+    tokens = torch.zeros((B, K, 0), dtype=torch.long, device=device)  # (B, K, t)
+    finished: list[list[Hypothesis]] = [[] for _ in range(B)]
+    done = [False] * B
+
+    def score(log_prob: float, length: int) -> float:
+        return log_prob / length_penalty_factor(length, length_penalty)
+
+    for t in range(1, max_len + 1):
+        log_p = _next_log_probs(stepper.logits(), (pad_id, bos_id))  # (B*K, V)
+        V = log_p.shape[-1]
+        cand = beam_lp.unsqueeze(-1) + log_p.view(B, K, V)  # (B, K, V)
+        flat = cand.view(B, K * V)
+        # Rank of the worst candidate still "in the beam": EOS candidates above it finish.
+        kth = flat.topk(min(K, K * V), dim=1).values[:, -1]  # (B,)
+        eos_lp = cand[:, :, eos_id]  # (B, K)
+        step = BeamStep([], [], [])
+        for b in range(B):
+            if done[b]:
+                continue
+            for k in range(K):
+                lp = float(eos_lp[b, k])
+                if lp > -math.inf and lp >= float(kth[b]):
+                    seq = tokens[b, k].tolist() + [eos_id]
+                    finished[b].append(Hypothesis(seq, score(lp, t), lp, True))
+                    if b == 0:
+                        step.finished.append((k, lp))
+        cand[:, :, eos_id] = -math.inf
+        live_lp, live_idx = cand.view(B, K * V).topk(K, dim=1)  # (B, K) each
+        parent, token = live_idx // V, live_idx % V  # (B, K) each
+        if trace is not None:
+            trace.append(BeamStep(parent[0].tolist(), token[0].tolist(), live_lp[0].tolist(),
+                                  step.finished))
+        tokens = torch.cat([tokens.gather(1, parent.unsqueeze(-1).expand(-1, -1, t - 1)),
+                            token.unsqueeze(-1)], dim=-1)  # (B, K, t)
+        beam_lp = live_lp
+
+        for b in range(B):
+            if done[b]:
+                continue
+            finished[b].sort(key=lambda h: h.score, reverse=True)
+            del finished[b][K:]  # only the best K can ever be returned or matter for stopping
+            best_live = float(live_lp[b, 0])
+            if best_live == -math.inf:
+                done[b] = True  # nothing left to extend
+            elif len(finished[b]) >= K:
+                # A live hypothesis only loses log-probability as it grows, so its best possible
+                # score is its log-prob now under the largest length penalty still reachable.
+                bound = best_live / length_penalty_factor(max_len, length_penalty)
+                done[b] = bound <= finished[b][-1].score
+        if all(done) or t == max_len:
+            break
+        flat_parent = (parent + torch.arange(B, device=device).unsqueeze(1) * K).view(-1)
+        stepper.advance(token.view(-1), flat_parent)
+
+    results = []
+    for b in range(B):
+        pool = list(finished[b])
+        if not done[b]:
+            # Hit max_len: unfinished hypotheses compete too, scored at their full length.
+            for k in range(K):
+                lp = float(beam_lp[b, k])
+                if lp > -math.inf:
+                    pool.append(Hypothesis(tokens[b, k].tolist(), score(lp, tokens.shape[-1]),
+                                           lp, False))
+        pool.sort(key=lambda h: h.score, reverse=True)
+        results.append(pool[:top_beams])
+    return results
+
+
+class _PrefixCache:
+    """The 'cache' of :class:`PrefixTableModel`: the tokens fed so far, (N, t)."""
+
+    def __init__(self) -> None:
+        self.tokens: Tensor | None = None
+        self.offset = 0
+
+    def reorder(self, index: Tensor) -> None:
+        if self.tokens is not None:
+            self.tokens = self.tokens.index_select(0, index)
+
+
+class PrefixTableModel(nn.Module):
+    """A hand-written 'language model' with the decoding interface, for teaching and tests.
+
+    ``table`` maps an output prefix (a tuple of ids, BOS excluded) to {next id: probability};
+    a prefix missing from the table ends the output (EOS gets probability 1). The source is
+    ignored except for its batch size.
+    """
+
+    def __init__(self, table: Mapping[tuple[int, ...], Mapping[int, float]], vocab_size: int,
+                 bos_id: int = 1, eos_id: int = 2) -> None:
+        super().__init__()
+        for prefix, dist in table.items():
+            if any(not 0 <= i < vocab_size for i in dist) or abs(sum(dist.values()) - 1) > 1e-6:
+                raise ValueError(f"table[{prefix}] must be a distribution over ids < "
+                                 f"{vocab_size}, got {dict(dist)}")
+        self.table = {tuple(k): dict(v) for k, v in table.items()}
+        self.vocab_size, self.bos_id, self.eos_id = vocab_size, bos_id, eos_id
+
+    def encode(self, src: Tensor) -> Tensor:
+        """src (B, S) -> a dummy memory (B, S, 1)."""
+        return torch.zeros(*src.shape, 1)
+
+    def src_mask(self, src: Tensor) -> Tensor:
+        """src (B, S) -> (B, 1, 1, S), all True."""
+        return torch.ones(src.shape[0], 1, 1, src.shape[1], dtype=torch.bool)
+
+    def new_cache(self) -> _PrefixCache:
+        """A cache that just remembers the prefix."""
+        return _PrefixCache()
+
+    def decode(self, tgt: Tensor, memory: Tensor, memory_mask: Tensor | None = None,
+               cache: _PrefixCache | None = None) -> Tensor:
+        """tgt (N, T) -> logits (N, T, V): log of the table's probabilities (-inf for 0)."""
+        if cache is not None:
+            tgt = tgt if cache.tokens is None else torch.cat([cache.tokens, tgt], dim=1)
+            new = tgt.shape[1] - cache.offset
+            cache.tokens, cache.offset = tgt, tgt.shape[1]
+        else:
+            new = tgt.shape[1]
+        N, T = tgt.shape
+        probs = torch.zeros(N, T, self.vocab_size)
+        rows = tgt.tolist()
+        for n in range(N):
+            for i in range(T):
+                prefix = tuple(rows[n][1:i + 1])  # drop BOS
+                for tok, p in self.table.get(prefix, {self.eos_id: 1.0}).items():
+                    probs[n, i, tok] = p
+        return probs[:, T - new:].log()

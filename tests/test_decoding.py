@@ -1,0 +1,232 @@
+"""Greedy decoding and beam search: KV cache, exhaustive search, EOS, ordering, bad input."""
+
+import itertools
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from labformer.decoding import (
+    BeamStep,
+    PrefixTableModel,
+    beam_search,
+    greedy_decode,
+    length_penalty_factor,
+    sequence_log_prob,
+)
+from labformer.transformer import Transformer, TransformerConfig
+
+PAD, BOS, EOS = 0, 1, 2
+V_TGT = 6  # PAD, BOS, EOS, UNK and two words: 4 tokens may be generated
+
+
+def _model(seed: int, tgt_vocab: int = V_TGT, scale: float = 1.0) -> Transformer:
+    torch.manual_seed(seed)
+    cfg = TransformerConfig.preset("tiny", src_vocab_size=9, tgt_vocab_size=tgt_vocab)
+    model = Transformer(cfg).eval()
+    with torch.no_grad():  # a sharper output layer makes the search problem less flat
+        model.generator.weight.mul_(scale)
+    return model
+
+
+def _src(seed: int, B: int = 2, S: int = 5) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    src = torch.randint(3, 9, (B, S), generator=g)
+    src[-1, -2:] = PAD  # one padded row
+    return src
+
+
+def _exhaustive(model, src_row, max_len, alpha=0.0):
+    """Every output: up to max_len tokens ending in EOS, or max_len tokens without EOS."""
+    words = [t for t in range(V_TGT) if t not in (PAD, BOS, EOS)]
+    seqs = []
+    for n in range(max_len):
+        seqs += [list(p) + [EOS] for p in itertools.product(words, repeat=n)]
+    seqs += [list(p) for p in itertools.product(words, repeat=max_len)]
+    padded = torch.tensor([s + [PAD] * (max_len - len(s)) for s in seqs])
+    lp = sequence_log_prob(model, src_row.expand(len(seqs), -1), padded)
+    scores = [float(lp[i]) / length_penalty_factor(len(s), alpha) for i, s in enumerate(seqs)]
+    order = sorted(range(len(seqs)), key=lambda i: scores[i], reverse=True)
+    return [(seqs[i], scores[i], float(lp[i])) for i in order]
+
+
+def test_cached_and_uncached_logits_equal_at_every_step():
+    model = _model(0)
+    src = _src(0)
+    memory, memory_mask = model.encode(src), model.src_mask(src)
+    g = torch.Generator().manual_seed(1)
+    tgt = torch.cat([torch.full((2, 1), BOS), torch.randint(3, V_TGT, (2, 7), generator=g)], 1)
+    cache = model.new_cache()
+    with torch.no_grad():
+        for t in range(tgt.shape[1]):
+            assert cache.offset == t  # the next position is numbered t
+            step = model.decode(tgt[:, t:t + 1], memory, memory_mask, cache)[:, 0]  # (B, V)
+            full = model.decode(tgt[:, :t + 1], memory, memory_mask)[:, -1]
+            torch.testing.assert_close(step, full, atol=1e-5, rtol=0)
+        # a wrong offset (every token at position 0) changes the logits
+        wrong = model.new_cache()
+        for t in range(3):
+            wrong.offset = 0
+            step = model.decode(tgt[:, t:t + 1], memory, memory_mask, wrong)[:, 0]
+        full = model.decode(tgt[:, :3], memory, memory_mask)[:, -1]
+        assert (step - full).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_greedy_cached_equals_uncached(seed):
+    model, src = _model(seed, scale=3.0), _src(seed)
+    a = greedy_decode(model, src, max_len=8)
+    b = greedy_decode(model, src, max_len=8, use_cache=False)
+    assert torch.equal(a, b)
+    assert a.shape[0] == 2 and a.shape[1] <= 8
+    assert not ((a == PAD) | (a == BOS)).any() or (a == PAD).any()  # BOS never generated
+    assert not (a == BOS).any()
+
+
+def test_greedy_pads_after_eos():
+    # prefix () -> EOS for sure on row... the table is shared, so use two lengths via max_len.
+    table = {(): {4: 0.9, EOS: 0.1}, (4,): {EOS: 0.8, 5: 0.2}}
+    model = PrefixTableModel(table, V_TGT)
+    out = greedy_decode(model, torch.ones(2, 3, dtype=torch.long), max_len=10)
+    assert out.tolist() == [[4, EOS], [4, EOS]]
+    out = greedy_decode(model, torch.ones(3, dtype=torch.long), max_len=1)
+    assert out.tolist() == [[4]]  # 1D source is one row; max_len cuts before EOS
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_beam_size_one_is_greedy(seed, use_cache):
+    model, src = _model(seed, scale=3.0), _src(seed)
+    greedy = greedy_decode(model, src, max_len=8)
+    beams = beam_search(model, src, beam_size=1, max_len=8, use_cache=use_cache)
+    lp = sequence_log_prob(model, src, greedy)
+    for b in range(src.shape[0]):
+        row = [t for t in greedy[b].tolist() if t != PAD]
+        assert beams[b][0].tokens == row
+        assert beams[b][0].log_prob == pytest.approx(float(lp[b]), abs=1e-4)
+
+
+@pytest.mark.parametrize("seed,alpha", [(0, 0.0), (1, 0.0), (2, 0.6), (3, 1.0)])
+def test_wide_beam_equals_exhaustive_search(seed, alpha):
+    max_len = 4
+    model, src = _model(seed, scale=3.0), _src(seed)
+    # 3 non-EOS words: at most 3**3 = 27 live prefixes, 27 * 4 = 108 candidates per step.
+    beams = beam_search(model, src, beam_size=108, top_beams=5, max_len=max_len,
+                        length_penalty=alpha)
+    for b in range(src.shape[0]):
+        best = _exhaustive(model, src[b:b + 1], max_len, alpha)
+        for hyp, (seq, score, lp) in zip(beams[b], best[:5]):
+            assert hyp.tokens == seq
+            assert hyp.score == pytest.approx(score, abs=1e-4)
+            assert hyp.log_prob == pytest.approx(lp, abs=1e-4)
+            assert hyp.finished == (seq[-1] == EOS)
+
+
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 10_000), beam_size=st.integers(2, 6))
+def test_beam_never_worse_than_greedy(seed, beam_size):
+    model, src = _model(seed % 50, scale=3.0), _src(seed)
+    greedy = greedy_decode(model, src, max_len=6)
+    g_lp = sequence_log_prob(model, src, greedy)
+    beams = beam_search(model, src, beam_size=beam_size, max_len=6)
+    for b in range(src.shape[0]):
+        assert beams[b][0].log_prob >= float(g_lp[b]) - 1e-4
+
+
+def test_beam_cached_equals_uncached():
+    model, src = _model(5, scale=3.0), _src(5)
+    a = beam_search(model, src, beam_size=4, top_beams=4, max_len=6)
+    b = beam_search(model, src, beam_size=4, top_beams=4, max_len=6, use_cache=False)
+    for ra, rb in zip(a, b):
+        assert [h.tokens for h in ra] == [h.tokens for h in rb]
+        assert [h.score for h in ra] == pytest.approx([h.score for h in rb], abs=1e-4)
+
+
+# A hand-set table where greedy's first choice leads to a poor continuation.
+TABLE = {
+    (): {4: 0.5, 5: 0.4, EOS: 0.1},
+    (4,): {4: 0.35, 5: 0.35, EOS: 0.3},
+    (5,): {EOS: 0.9, 4: 0.1},
+    (4, 4): {EOS: 1.0},
+    (4, 5): {EOS: 1.0},
+    (5, 4): {EOS: 1.0},
+}
+
+
+def test_beam_beats_greedy_on_table_and_stops_at_eos():
+    model = PrefixTableModel(TABLE, V_TGT)
+    src = torch.ones(1, 2, dtype=torch.long)
+    assert greedy_decode(model, src, max_len=5).tolist() == [[4, 4, EOS]]  # 0.5*0.35 = 0.175
+    trace: list[BeamStep] = []
+    hyps = beam_search(model, src, beam_size=2, top_beams=2, max_len=5, trace=trace)[0]
+    assert hyps[0].tokens == [5, EOS]  # 0.4 * 0.9 = 0.36
+    assert hyps[0].log_prob == pytest.approx(math.log(0.36))
+    assert all(h.finished and h.tokens[-1] == EOS for h in hyps)
+    assert hyps[0].score >= hyps[1].score  # best first
+    assert len(trace) < 5  # stopped before max_len: no live hypothesis could win any more
+    assert trace[0].tokens == [4, 5] and trace[0].parents == [0, 0]
+    assert any(lp == pytest.approx(math.log(0.36)) for _, lp in trace[1].finished)
+
+
+def test_top_beams_ordering_and_count():
+    model, src = _model(7, scale=3.0), _src(7)
+    hyps = beam_search(model, src, beam_size=5, top_beams=5, max_len=5, length_penalty=0.6)
+    for row in hyps:
+        assert len(row) == 5
+        scores = [h.score for h in row]
+        assert scores == sorted(scores, reverse=True)
+        assert len({tuple(h.tokens) for h in row}) == 5  # distinct hypotheses
+        for h in row:
+            assert h.score == pytest.approx(h.log_prob / length_penalty_factor(len(h.tokens),
+                                                                               0.6))
+    one = beam_search(model, src, beam_size=5, top_beams=1, max_len=5, length_penalty=0.6)
+    assert [r[0].tokens for r in one] == [r[0].tokens for r in hyps]
+
+
+def test_unfinished_when_max_len_reached():
+    table = {(): {4: 1.0}, (4,): {4: 1.0}, (4, 4): {4: 1.0}}
+    model = PrefixTableModel(table, V_TGT)
+    hyps = beam_search(model, torch.ones(1, 1, dtype=torch.long), beam_size=3, top_beams=1,
+                       max_len=3)[0]
+    assert hyps[0].tokens == [4, 4, 4] and not hyps[0].finished
+    assert hyps[0].log_prob == 0.0
+
+
+def test_length_penalty_favours_longer_outputs():
+    # EOS now: 0.4. Two more tokens: 0.6 * 0.6 * 0.9 = 0.324 -> raw log-prob prefers short.
+    table = {(): {EOS: 0.4, 4: 0.6}, (4,): {4: 0.6, 5: 0.4}, (4, 4): {EOS: 0.9, 5: 0.1}}
+    model = PrefixTableModel(table, V_TGT)
+    src = torch.ones(1, 1, dtype=torch.long)
+    raw = beam_search(model, src, beam_size=2, max_len=6)[0][0]
+    assert raw.tokens == [EOS]
+    normed = beam_search(model, src, beam_size=2, max_len=6, length_penalty=1.0)[0][0]
+    assert normed.tokens == [4, 4, EOS]
+    assert length_penalty_factor(1, 0.0) == 1.0
+    assert length_penalty_factor(7, 1.0) == pytest.approx(2.0)
+
+
+def test_bad_arguments():
+    model = _model(0)
+    src = _src(0)
+    with pytest.raises(ValueError, match="beam_size"):
+        beam_search(model, src, beam_size=0)
+    with pytest.raises(ValueError, match="top_beams"):
+        beam_search(model, src, beam_size=2, top_beams=3)
+    with pytest.raises(ValueError, match="top_beams"):
+        beam_search(model, src, beam_size=2, top_beams=0)
+    with pytest.raises(ValueError, match="length_penalty"):
+        beam_search(model, src, length_penalty=-1.0)
+    with pytest.raises(ValueError, match=r"\(1, 2, 5\)"):
+        beam_search(model, src[None])
+    with pytest.raises(ValueError, match="integer"):
+        greedy_decode(model, src.float())
+    with pytest.raises(ValueError, match="max_len"):
+        greedy_decode(model, src, max_len=0)
+    with pytest.raises(ValueError, match="tokens"):
+        sequence_log_prob(model, src, torch.ones(3, 2, dtype=torch.long))
+    with pytest.raises(ValueError, match="distribution"):
+        PrefixTableModel({(): {4: 0.5}}, V_TGT)
+    with pytest.raises(ValueError, match="distribution"):
+        PrefixTableModel({(): {9: 1.0}}, V_TGT)
