@@ -14,6 +14,7 @@ import math
 import os
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 from torch import nn
-from tqdm.auto import tqdm
+from tqdm import tqdm  # the plain bar: tqdm.auto warns in Jupyter without ipywidgets
 
 from .loss import label_smoothed_cross_entropy
 
@@ -68,6 +69,7 @@ class History:
     step_lr: list[float] = field(default_factory=list)  # learning rate used at each step
     epoch_loss: list[float] = field(default_factory=list)  # mean training loss of each epoch
     valid_score: list[float] = field(default_factory=list)  # valid_fn's score after each epoch
+    epoch_seconds: list[float] = field(default_factory=list)  # wall time of each epoch
 
 
 def lr_factor(step: int, warmup_steps: int) -> float:
@@ -163,7 +165,8 @@ def train(
     device = pick_device(device) if isinstance(device, str) else device
     if world > 1 and device.type == "cuda":
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", rank)))
-    torch.manual_seed(config.seed)
+    # Dropout differs between ranks; the batch order does not depend on the RNG at all.
+    torch.manual_seed(config.seed + rank)
     model.to(device)
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=config.lr, betas=config.betas, weight_decay=config.weight_decay
@@ -185,16 +188,18 @@ def train(
         net = nn.parallel.DistributedDataParallel(
             model, device_ids=[device.index] if device.type == "cuda" else None
         )
-    show = (sys.stderr.isatty() if progress is None else progress) and rank == 0
+    tty = sys.stderr.isatty()
+    show = (tty if progress is None else progress) and rank == 0
     per_rank = len(batches) // world  # equal step counts keep the ranks in lockstep
     if per_rank == 0:
         raise ValueError(f"{len(batches)} batches cannot be shared among {world} processes")
     for epoch in range(start_epoch, config.epochs):
         net.train()
         order = _epoch_order(len(batches), config.seed, epoch)[rank::world][:per_rank]
+        # Off a terminal (a notebook, a log file) every redraw is kept: redraw rarely there.
         bar = tqdm(order, desc=f"epoch {epoch + 1}/{config.epochs}", disable=not show,
-                   leave=False, unit="batch")
-        total = 0.0
+                   leave=False, unit="batch", mininterval=0.1 if tty else 15.0, ncols=80)
+        total, started = 0.0, time.perf_counter()
         for i in bar:
             b = batches[i]
             src, tgt_in, tgt_out = b.src.to(device), b.tgt_in.to(device), b.tgt_out.to(device)
@@ -209,17 +214,21 @@ def train(
             history.step_lr.append(optimizer.param_groups[0]["lr"])
             optimizer.step()
             scheduler.step()
-            history.step_loss.append(loss.item())
-            total += loss.item()
-            bar.set_postfix(loss=f"{loss.item():.3f}")
+            value = loss.item()
+            history.step_loss.append(value)
+            total += value
+            bar.set_postfix(loss=f"{value:.3f}", refresh=False)
+        bar.close()
         history.epoch_loss.append(total / per_rank)
         if valid_fn is not None and rank == 0:
             model.eval()
             with torch.no_grad():
                 history.valid_score.append(float(valid_fn(model)))
+        history.epoch_seconds.append(time.perf_counter() - started)
         if show:
             score = f", valid {history.valid_score[-1]:.2f}" if history.valid_score else ""
-            tqdm.write(f"epoch {epoch + 1}: loss {history.epoch_loss[-1]:.3f}{score}")
+            tqdm.write(f"epoch {epoch + 1}: loss {history.epoch_loss[-1]:.3f}{score}",
+                       file=sys.stderr)
         if checkpoint is not None and rank == 0:
             save_checkpoint(checkpoint, {
                 "model": model.state_dict(),

@@ -1,0 +1,303 @@
+"""The translator (labformer.translate) and the ``labformer`` command line (labformer.cli)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from labformer.cli import main
+from labformer.data import Vocab, generate_corpus, save_pairs
+from labformer.train import load_checkpoint, save_checkpoint
+from labformer.translate import (
+    MODEL_DEFAULTS,
+    Translation,
+    Translator,
+    build_model,
+    score,
+    train_translator,
+)
+
+TINY = dict(d_model=32, num_heads=4, num_encoder_layers=1, num_decoder_layers=1, d_ff=64,
+            dropout=0.0, max_len=40)
+NUM_PAIRS = 2200  # 1000 valid + 1000 test + 200 training pairs: seconds to train
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """One intra-op thread: the models here are tiny, and on a busy machine threads spin."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return generate_corpus(num_pairs=NUM_PAIRS, seed=0)
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory, corpus) -> Path:
+    """A tiny translator trained for a few steps: behaviour, not quality, is tested here."""
+    path = tmp_path_factory.mktemp("ck") / "tiny.pt"
+    train_translator(corpus, epochs=2, batch_size=64, model_overrides=TINY, device="cpu",
+                     checkpoint=path, progress=False, valid_size=8,
+                     extra_state={"corpus": {"num_pairs": NUM_PAIRS, "seed": 0}})
+    return path
+
+
+@pytest.fixture(scope="module")
+def translator(checkpoint) -> Translator:
+    return Translator.from_checkpoint(checkpoint)
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    """Call the CLI in-process; (exit status, stdout, stderr)."""
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# ---------------------------------------------------------------------- the library level
+
+
+def test_build_model_uses_the_defaults_and_the_seed():
+    src, tgt = Vocab(["a", "b"]), Vocab(["x"])
+    a, b = build_model(src, tgt, seed=3), build_model(src, tgt, seed=3)
+    assert a.config.d_model == MODEL_DEFAULTS["d_model"]
+    assert (a.config.src_vocab_size, a.config.tgt_vocab_size) == (6, 5)
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+    assert build_model(src, tgt, d_model=64, num_heads=2).config.d_model == 64
+
+
+def test_translator_checks_vocabulary_sizes():
+    model = build_model(Vocab(["a"]), Vocab(["x"]), **TINY)
+    with pytest.raises(ValueError, match="vocabulary sizes"):
+        Translator(model, Vocab(["a", "b"]), Vocab(["x"]))
+
+
+def test_translate_shapes_and_decoders_agree(translator, corpus):
+    sources = [s for s, _ in corpus.test[:4]]
+    greedy = translator.translate(sources)  # default length limit: the model is untrained
+    assert isinstance(greedy, list) and len(greedy) == 4
+    assert all(len(t.split()) <= 2 * 20 + 12 for t in greedy)
+    short = translator.translate(sources, max_len=8)
+    assert translator.translate(sources[0], max_len=8) == short[0]  # a string in, one out
+    # batching and sorting by length do not change any sentence's translation
+    assert [translator.translate(s, max_len=8) for s in sources] == short
+    small_batches = translator.translate_detailed(sources, max_len=8, batch_size=2)
+    assert [t.text for t in small_batches] == short
+    assert translator.translate(sources, beam=1, max_len=8) == short  # a beam of one: greedy
+    assert len(translator.translate(sources, beam=3, max_len=8, length_penalty=0.6)) == 4
+    assert all(len(t.split()) <= 2 for t in translator.translate(sources, max_len=2))
+
+
+def test_unknown_words_are_read_as_unk_and_reported(translator):
+    (t,) = translator.translate_detailed(["je suis zorglub merci"])
+    assert isinstance(t, Translation) and str(t) == t.text
+    assert t.unknown == ("zorglub", "merci")
+    assert translator.unknown_words("Je suis étudiant.") == []
+
+
+@pytest.mark.parametrize("bad, match", [
+    ([], "non-empty list"),
+    ([""], "sentence 0 is empty"),
+    (["le chat", "  ... "], None),  # punctuation is a token: this one is not empty
+    (["   "], "is empty"),
+    ([" ".join(["chat"] * 40)], "40 tokens, but this model reads at most 39"),
+])
+def test_bad_input_is_a_clear_value_error(translator, bad, match):
+    if match is None:
+        assert len(translator.translate(bad)) == 2
+        return
+    with pytest.raises(ValueError, match=match):
+        translator.translate(bad)
+
+
+def test_bad_decoding_options(translator):
+    with pytest.raises(ValueError, match="max_len"):
+        translator.translate("le chat", max_len=41)
+    with pytest.raises(ValueError, match="beam"):
+        translator.translate("le chat", beam=0)
+
+
+def test_evaluate_and_score(translator, corpus):
+    scores = translator.evaluate(corpus.test[:10])
+    assert set(scores) == {"bleu", "chrf", "exact"}
+    assert all(0.0 <= v <= 100.0 for v in scores.values())
+    refs = [t for _, t in corpus.test[:4]]
+    assert score(refs, refs) == pytest.approx({"bleu": 100.0, "chrf": 100.0, "exact": 100.0})
+    with pytest.raises(ValueError, match="no pairs"):
+        translator.evaluate([])
+
+
+def test_checkpoint_holds_history_vocab_and_corpus(checkpoint, translator):
+    state = load_checkpoint(checkpoint)
+    assert state["corpus"] == {"num_pairs": NUM_PAIRS, "seed": 0}
+    assert len(translator.history.epoch_loss) == len(translator.history.valid_score) == 2
+    assert translator.src_vocab == Vocab.from_dict(state["src_vocab"])
+    assert translator.max_source_tokens == TINY["max_len"] - 1
+
+
+def test_translator_checkpoint_errors(tmp_path, checkpoint):
+    plain = tmp_path / "plain.pt"
+    save_checkpoint(plain, {"model": {}})
+    with pytest.raises(ValueError, match="missing model_config"):
+        Translator.from_checkpoint(plain)
+    state = load_checkpoint(checkpoint)
+    state["model_config"]["d_model"] = 64  # the weights no longer fit the configuration
+    broken = tmp_path / "broken.pt"
+    save_checkpoint(broken, state)
+    with pytest.raises(ValueError, match="inconsistent"):
+        Translator.from_checkpoint(broken)
+
+
+def test_train_translator_on_pairs(corpus):
+    pairs = corpus.train[:40]
+    t = train_translator(pairs, epochs=1, batch_size=16, model_overrides=TINY, device="cpu",
+                         progress=False)
+    assert len(t.history.epoch_loss) == 1 and t.history.valid_score == []  # no valid pairs
+    with pytest.raises(ValueError, match="no training pairs"):
+        train_translator([], model_overrides=TINY)
+    long_pair = [(" ".join(["chat"] * 45), "cat")]
+    with pytest.raises(ValueError, match="max_len"):
+        train_translator(pairs + long_pair, model_overrides=TINY)
+
+
+# --------------------------------------------------------------------------- the commands
+
+
+def test_corpus_prints_tab_separated_pairs(capsys, corpus):
+    code, out, err = run(capsys, "corpus", "--num", "3", "--split", "test", "--num-pairs",
+                         str(NUM_PAIRS), "--stats")
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[0].startswith("toy corpus fr-en")
+    assert lines[-3:] == [f"{s}\t{t}" for s, t in corpus.test[:3]]
+
+
+def test_train_writes_a_checkpoint_and_resumes(capsys, tmp_path):
+    ck = tmp_path / "run.pt"
+    args = ["train", "--out", str(ck), "--num-pairs", "2100", "--seed", "1", "--device",
+            "cpu", "--batch-size", "50", "--quiet"]
+    code, out, err = run(capsys, *args, "--epochs", "1")
+    assert code == 0, err
+    assert "epoch 1: loss" in out and "valid BLEU" in out and str(ck) in out
+    assert load_checkpoint(ck)["corpus"] == {"num_pairs": 2100, "seed": 1}
+    code, out, err = run(capsys, *args, "--epochs", "2", "--resume")
+    assert code == 0, err
+    assert "epoch 2: loss" in out and load_checkpoint(ck)["epoch"] == 1
+
+
+def test_train_and_evaluate_on_a_pairs_file(capsys, tmp_path, corpus):
+    pairs = tmp_path / "pairs.tsv"
+    save_pairs(corpus.train[:60], pairs)
+    ck = tmp_path / "mine.pt"
+    code, out, err = run(capsys, "train", "--pairs", str(pairs), "--out", str(ck), "--epochs",
+                         "1", "--batch-size", "30", "--device", "cpu", "--quiet")
+    assert code == 0, err
+    assert load_checkpoint(ck)["corpus"] == {"pairs_file": str(pairs.resolve())}
+    code, out, err = run(capsys, "evaluate", "--checkpoint", str(ck), "--pairs", str(pairs),
+                         "--limit", "5")
+    assert code == 0, err
+    assert out.startswith(f"{pairs}, 5 pairs, greedy: BLEU")
+    # without --pairs, there is no split to regenerate
+    code, out, err = run(capsys, "evaluate", "--checkpoint", str(ck))
+    assert code == 1 and "pass --pairs FILE" in err
+
+
+@pytest.mark.parametrize("content, match", [
+    ("le chat\tthe cat\nle chien the dog\n", ":2: expected at least 2 tab-separated"),
+    ("le chat\t\n", ":1: empty target"),
+    ("\n\n", "no sentence pairs"),
+])
+def test_train_rejects_a_malformed_pairs_file(capsys, tmp_path, content, match):
+    bad = tmp_path / "bad.tsv"
+    bad.write_text(content, encoding="utf-8")
+    code, out, err = run(capsys, "train", "--pairs", str(bad), "--out", str(tmp_path / "x.pt"))
+    assert code == 1 and out == ""
+    assert err.startswith("labformer: error: ") and str(bad) in err and match in err
+    assert "Traceback" not in err and not (tmp_path / "x.pt").exists()
+
+
+def test_train_reports_a_missing_pairs_file_and_a_bad_device(capsys, tmp_path):
+    code, _, err = run(capsys, "train", "--pairs", str(tmp_path / "none.tsv"))
+    assert code == 1 and "pairs file not found" in err
+    code, _, err = run(capsys, "train", "--num-pairs", "2100", "--device", "toaster",
+                       "--out", str(tmp_path / "x.pt"))
+    assert code == 1 and "unknown device" in err
+
+
+def test_translate_prints_one_line_per_sentence(capsys, checkpoint, translator):
+    code, out, err = run(capsys, "translate", "--checkpoint", str(checkpoint),
+                         "je suis étudiant", "le chat dort.")
+    assert code == 0 and err == ""
+    assert out.splitlines() == translator.translate(["je suis étudiant", "le chat dort."])
+    code, out, err = run(capsys, "translate", "--checkpoint", str(checkpoint), "--beam", "2",
+                         "je suis étudiant")
+    assert code == 0 and len(out.splitlines()) == 1
+
+
+def test_translate_warns_about_unknown_words(capsys, checkpoint):
+    code, out, err = run(capsys, "translate", "--checkpoint", str(checkpoint), "merci xyzzy")
+    assert code == 0 and len(out.splitlines()) == 1
+    assert err.startswith("labformer: warning:") and "merci, xyzzy" in err
+
+
+@pytest.mark.parametrize("sentence, match", [
+    ("", "sentence 1 is empty"),
+    ("   ", "is empty"),
+    (" ".join(["chat"] * 50), "50 tokens, but this model reads at most 39"),
+])
+def test_translate_rejects_bad_input(capsys, checkpoint, sentence, match):
+    code, out, err = run(capsys, "translate", "--checkpoint", str(checkpoint), sentence)
+    assert code == 1 and out == "" and match in err and "Traceback" not in err
+
+
+def test_missing_or_corrupt_checkpoint(capsys, tmp_path):
+    code, _, err = run(capsys, "translate", "--checkpoint", str(tmp_path / "no.pt"), "salut")
+    assert code == 1 and "checkpoint not found" in err
+    corrupt = tmp_path / "corrupt.pt"
+    corrupt.write_bytes(b"\x00garbage" * 10)
+    for command in (["translate", "le chat"], ["evaluate"]):
+        code, _, err = run(capsys, *command, "--checkpoint", str(corrupt))
+        assert code == 1 and "corrupt" in err and "Traceback" not in err
+
+
+def test_evaluate_a_split(capsys, checkpoint):
+    code, out, err = run(capsys, "evaluate", "--checkpoint", str(checkpoint), "--split",
+                         "valid", "--limit", "12", "--beam", "2")
+    assert code == 0, err
+    assert out.startswith("valid split, 12 pairs, beam 2: BLEU ") and "exact match" in out
+
+
+def test_usage_errors_exit_with_status_2(capsys):
+    for argv in ([], ["translate"], ["translate", "--beam", "0", "x"], ["corpus", "--num", "x"]):
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 2
+    assert "usage: labformer" in capsys.readouterr().err
+
+
+def test_interrupt_exits_130(capsys, monkeypatch):
+    import labformer.cli as cli
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setitem(cli.COMMANDS, "corpus", interrupted)
+    code, _, err = run(capsys, "corpus")
+    assert code == 130 and "interrupted" in err
+
+
+def test_console_script_help():
+    script = Path(sys.executable).with_name("labformer")
+    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "labformer.cli"]
+    done = subprocess.run([*cmd, "--help"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stderr == ""
+    for command in ("corpus", "train", "translate", "evaluate"):
+        assert command in done.stdout
