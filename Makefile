@@ -45,8 +45,11 @@ browser:
 	    chromium fonts-wqy-microhei >/dev/null; fi
 	@test -x $(CHROMIUM) || { echo "chromium not found at $(CHROMIUM)"; exit 1; }
 
+# Unit tests (with coverage) and the built book's tests first; then every notebook under nbval,
+# two at a time: the chapters' models are small and run on one thread each.
 test: venv browser book
-	CHROMIUM=$(CHROMIUM) $(PY) -m pytest
+	CHROMIUM=$(CHROMIUM) $(PY) -m pytest tests
+	OMP_NUM_THREADS=1 $(PY) -m pytest book --no-cov -n 2 --dist loadfile
 
 lab: venv
 	$(VENV)/bin/jupyter lab book/
