@@ -32,6 +32,7 @@ from .masks import causal_mask, check_mask, combine_masks, from_key_padding_mask
 from .multihead import KVCache, MultiHeadAttention, record_attention
 from .notebook import setup_notebook
 from .positional import LearnedPositionalEncoding, PositionalEncoding, sinusoidal_positions
+from .rnn import ATTENTION_KINDS, Seq2SeqRNN
 from .train import History, TrainConfig, load_checkpoint, save_checkpoint
 from .transformer import Decoder, DecoderCache, Encoder, Transformer, TransformerConfig
 from .translate import Translation, Translator, build_model, score, train_translator
