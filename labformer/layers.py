@@ -77,19 +77,7 @@ class EncoderLayer(nn.Module):
     @classmethod
     def from_torch(cls, layer: nn.TransformerEncoderLayer) -> EncoderLayer:
         """A copy of ``torch.nn.TransformerEncoderLayer`` (ReLU activation, batch_first)."""
-        _check_torch_layer(layer)
-        attn = layer.self_attn
-        new = cls(
-            attn.embed_dim,
-            attn.num_heads,
-            layer.linear1.out_features,
-            dropout=layer.dropout.p,
-            norm_first=layer.norm_first,
-            layer_norm_eps=layer.norm1.eps,
-        )
-        new.self_attn = MultiHeadAttention.from_torch(attn)
-        _copy_common(new, layer)
-        return new.to(layer.linear1.weight.device)
+        return _from_torch(cls, layer).to(layer.linear1.weight.device)
 
 
 class DecoderLayer(nn.Module):
@@ -145,32 +133,30 @@ class DecoderLayer(nn.Module):
     @classmethod
     def from_torch(cls, layer: nn.TransformerDecoderLayer) -> DecoderLayer:
         """A copy of ``torch.nn.TransformerDecoderLayer`` (ReLU activation, batch_first)."""
-        _check_torch_layer(layer)
-        attn = layer.self_attn
-        new = cls(
-            attn.embed_dim,
-            attn.num_heads,
-            layer.linear1.out_features,
-            dropout=layer.dropout.p,
-            norm_first=layer.norm_first,
-            layer_norm_eps=layer.norm1.eps,
-        )
-        new.self_attn = MultiHeadAttention.from_torch(attn)
+        new = _from_torch(cls, layer)
         new.cross_attn = MultiHeadAttention.from_torch(layer.multihead_attn)
-        _copy_common(new, layer)
         new.norm3.load_state_dict(layer.norm3.state_dict())
         return new.to(layer.linear1.weight.device)
 
 
-def _check_torch_layer(layer: nn.Module) -> None:
+def _from_torch(cls: type, layer: nn.Module) -> nn.Module:
+    """The parts encoder and decoder layers share: sizes, self-attention, FFN, norms 1 and 2."""
     if getattr(layer, "activation", None) is not F.relu:
         raise ValueError("only ReLU layers can be copied (labformer's FeedForward uses ReLU)")
-    if not layer.self_attn.batch_first:
+    attn = layer.self_attn
+    if not attn.batch_first:
         raise ValueError("copy a batch_first=True layer: labformer is batch first")
-
-
-def _copy_common(new: nn.Module, layer: nn.Module) -> None:
+    new = cls(
+        attn.embed_dim,
+        attn.num_heads,
+        layer.linear1.out_features,
+        dropout=layer.dropout.p,
+        norm_first=layer.norm_first,
+        layer_norm_eps=layer.norm1.eps,
+    )
+    new.self_attn = MultiHeadAttention.from_torch(attn)
     new.ffn.linear1.load_state_dict(layer.linear1.state_dict())
     new.ffn.linear2.load_state_dict(layer.linear2.state_dict())
     new.norm1.load_state_dict(layer.norm1.state_dict())
     new.norm2.load_state_dict(layer.norm2.state_dict())
+    return new
