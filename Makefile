@@ -19,7 +19,9 @@ help:
 
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	@echo "Installing the pinned requirements into $(VENV) ..."
+	@set -o pipefail; $(PY) -m pip install --quiet --disable-pip-version-check \
+	  -r requirements.txt 2>&1 | { grep -v "is ignored: it is neither" || true; }
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	@touch $(STAMP)
 
