@@ -266,8 +266,14 @@ def _check_pages(browser, html_dir: Path, server: str, pages: list[Path],
                 for key in ("error_outputs", "tracebacks", "stderr_errors"):
                     for text in report[key]:
                         problems.append(f"{rel}: cell output shows an error ({key}): {text!r}")
-                page.screenshot(path=str(SCREENSHOTS / _screenshot_name(path, html_dir, pages)),
-                                full_page=True)
+                # What a reader sees first, then the first figure in view. (Full-page shots of
+                # long pages come out shifted in headless Chromium, so none are taken.)
+                name = _screenshot_name(path, html_dir, pages)
+                page.screenshot(path=str(SCREENSHOTS / name))
+                figure = page.locator("img[src*='_images/']")
+                if figure.count():
+                    figure.first.scroll_into_view_if_needed()
+                    page.screenshot(path=str(SCREENSHOTS / name.replace(".png", ".figure.png")))
             except Exception as exc:  # noqa: BLE001 (a timeout on one page: report it)
                 problems.append(f"{rel}: {type(exc).__name__}: {exc}")
 
