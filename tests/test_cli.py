@@ -26,15 +26,6 @@ TINY = dict(d_model=32, num_heads=4, num_encoder_layers=1, num_decoder_layers=1,
 NUM_PAIRS = 2200  # 1000 valid + 1000 test + 200 training pairs: seconds to train
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """One intra-op thread: the models here are tiny, and on a busy machine threads spin."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
-
-
 @pytest.fixture(scope="module")
 def corpus():
     return generate_corpus(num_pairs=NUM_PAIRS, seed=0)

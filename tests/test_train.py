@@ -24,15 +24,6 @@ from labformer.transformer import Transformer, TransformerConfig
 V = 12  # PAD, BOS, EOS, UNK and 8 words
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """One intra-op thread: the models here are tiny, and on a busy machine threads spin."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
-
-
 def _copy_batches(num: int = 6, B: int = 8, S: int = 6, seed: int = 0) -> list:
     """A copy task: the target is the source (a task a tiny Transformer learns in steps)."""
     g = torch.Generator().manual_seed(seed)
