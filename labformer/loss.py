@@ -46,6 +46,18 @@ def _check_logits_target(logits: Tensor, target: Tensor) -> None:
                          f"{tuple(target.shape)}")
 
 
+def _kept_targets(target: Tensor, ignore_index: int | None, num_classes: int
+                  ) -> tuple[Tensor, Tensor]:
+    """(positions that count, target with a valid id at ignored positions); checks the ids."""
+    keep = torch.ones_like(target, dtype=torch.bool) if ignore_index is None \
+        else target != ignore_index
+    safe_target = torch.where(keep, target, torch.zeros_like(target))  # any valid id at pads
+    if safe_target.numel() and (safe_target.min() < 0 or safe_target.max() >= num_classes):
+        raise ValueError(f"target ids must lie in [0, {num_classes}), got "
+                         f"{int(safe_target.min())}..{int(safe_target.max())}")
+    return keep, safe_target
+
+
 def _xlogy(p: Tensor, log_q: Tensor) -> Tensor:
     """p * log_q elementwise, 0 where p == 0 (even if log_q is -inf)."""
     return torch.where(p > 0, p * log_q, torch.zeros((), dtype=log_q.dtype, device=log_q.device))
@@ -69,12 +81,7 @@ def label_smoothed_cross_entropy(
     if reduction not in _REDUCTIONS:
         raise ValueError(f"reduction must be one of {_REDUCTIONS}, got {reduction!r}")
     V = logits.shape[-1]
-    keep = torch.ones_like(target, dtype=torch.bool) if ignore_index is None \
-        else target != ignore_index  # (...)
-    safe_target = torch.where(keep, target, torch.zeros_like(target))  # any valid id at pads
-    if safe_target.numel() and (safe_target.min() < 0 or safe_target.max() >= V):
-        raise ValueError(f"target ids must lie in [0, {V}), got "
-                         f"{int(safe_target.min())}..{int(safe_target.max())}")
+    keep, safe_target = _kept_targets(target, ignore_index, V)  # (...) each
     log_q = F.log_softmax(logits.float(), dim=-1)  # (..., V)
     nll = -log_q.gather(-1, safe_target.unsqueeze(-1)).squeeze(-1)  # (...)
     loss = (1.0 - smoothing) * nll
@@ -124,12 +131,7 @@ def smoothed_targets(
         raise ValueError(f"target must hold integer ids, got {target.dtype}")
     if num_classes <= 0:
         raise ValueError(f"num_classes must be positive, got {num_classes}")
-    keep = torch.ones_like(target, dtype=torch.bool) if ignore_index is None \
-        else target != ignore_index
-    safe_target = torch.where(keep, target, torch.zeros_like(target))
-    if safe_target.numel() and (safe_target.min() < 0 or safe_target.max() >= num_classes):
-        raise ValueError(f"target ids must lie in [0, {num_classes}), got "
-                         f"{int(safe_target.min())}..{int(safe_target.max())}")
+    keep, safe_target = _kept_targets(target, ignore_index, num_classes)
     p = F.one_hot(safe_target, num_classes).float() * (1.0 - smoothing)  # (..., V)
     p = p + smoothing / num_classes
     return p * keep.unsqueeze(-1)

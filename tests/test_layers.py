@@ -61,20 +61,19 @@ def test_feed_forward_formula_and_positionwise():
     assert_close(ffn(x[:, 2:3]), out[:, 2:3])  # each position on its own
 
 
-def _torch_enc(norm_first, seed=0):
+def _torch_layer(cls, norm_first, seed=0):
     torch.manual_seed(seed)
-    ref = nn.TransformerEncoderLayer(D, H, FF, dropout=0.0, batch_first=True,
-                                     norm_first=norm_first)
+    ref = cls(D, H, FF, dropout=0.0, batch_first=True, norm_first=norm_first)
     _randomise(ref, seed)
     return ref
+
+
+def _torch_enc(norm_first, seed=0):
+    return _torch_layer(nn.TransformerEncoderLayer, norm_first, seed)
 
 
 def _torch_dec(norm_first, seed=0):
-    torch.manual_seed(seed)
-    ref = nn.TransformerDecoderLayer(D, H, FF, dropout=0.0, batch_first=True,
-                                     norm_first=norm_first)
-    _randomise(ref, seed)
-    return ref
+    return _torch_layer(nn.TransformerDecoderLayer, norm_first, seed)
 
 
 KPM = torch.tensor([[False] * 6, [False, False, False, False, True, True]])  # True = ignore
