@@ -8,12 +8,15 @@ CHROMIUM ?= /usr/bin/chromium
 # Fingerprint of the package: when it changes, cached notebook outputs are stale.
 LABFORMER_HASH = $(shell find labformer -type f -not -path '*/__pycache__/*' | LC_ALL=C sort \
                    | xargs sha256sum | sha256sum | cut -c1-16)
+# The executed outputs also depend on the seed and on the CPU kernels the chapters run with.
+BOOK_KEY = $(LABFORMER_HASH) seed=$(LABFORMER_SEED) cpu=$(ATEN_CPU_CAPABILITY)
 
-.PHONY: help venv book test lab bench browser clean
+.PHONY: help venv book test lint test-robust test-notebooks lab bench browser clean
 
 help:
 	@echo "make book   build the HTML book into _build/html"
 	@echo "make test   unit tests, every notebook (nbval), the built book in a browser"
+	@echo "make test-robust  every notebook for several seeds and CPU kernel settings"
 	@echo "make lab    open the chapters in JupyterLab"
 	@echo "make bench  benchmarks against PyTorch's own modules (writes bench/results.md)"
 
@@ -27,13 +30,20 @@ $(STAMP): requirements.txt pyproject.toml
 
 venv: $(STAMP)
 
+# A build that fails leaves no HTML behind and fails again on the next run: Sphinx only re-reads
+# changed pages, so a page whose notebook failed would otherwise be served, traceback included,
+# by a second build that exits 0. jupyter-cache never stores a failed execution, so the next
+# build re-executes exactly the notebooks that failed (and any notebook that changed).
 book: venv
 	@mkdir -p _build
-	@if [ "$$(cat _build/.labformer-hash 2>/dev/null)" != "$(LABFORMER_HASH)" ]; then \
-	  echo "labformer changed since the last build: re-executing every notebook"; \
+	@if [ "$$(cat _build/.labformer-hash 2>/dev/null)" != "$(BOOK_KEY)" ]; then \
+	  echo "labformer, LABFORMER_SEED or ATEN_CPU_CAPABILITY changed: re-executing every notebook"; \
 	  rm -rf _build/.jupyter_cache; fi
-	$(VENV)/bin/jupyter-book build . -W -n --keep-going
-	@echo "$(LABFORMER_HASH)" > _build/.labformer-hash
+	@echo "$(BOOK_KEY)" > _build/.labformer-hash
+	@if ! $(VENV)/bin/jupyter-book build . -W -n --keep-going; then \
+	  rm -rf _build/html _build/.doctrees; \
+	  echo "make book: the build failed (errors above); _build/html was removed." >&2; \
+	  exit 1; fi
 	@echo "Open $(CURDIR)/_build/html/index.html in a browser."
 
 # Debian's Chromium drives the browser test (tests/test_book_html.py), with a CJK font so the
@@ -47,11 +57,25 @@ browser:
 	    chromium fonts-wqy-microhei >/dev/null; fi
 	@test -x $(CHROMIUM) || { echo "chromium not found at $(CHROMIUM)"; exit 1; }
 
-# Unit tests (with coverage) and the built book's tests first; then every notebook under nbval,
-# two at a time: the chapters' models are small and run on one thread each.
-test: venv browser book
-	CHROMIUM=$(CHROMIUM) $(PY) -m pytest tests
-	OMP_NUM_THREADS=1 $(PY) -m pytest book --no-cov -n 2 --dist loadfile
+# Lint and types, the unit tests (with coverage) and the built book's tests first; then every
+# notebook under nbval, two at a time: the chapters' models are small and run on one thread each.
+NBVAL := $(PY) -m pytest book --nbval-lax --nbval-cell-timeout=900 -n 2 --dist loadfile
+test: venv browser book lint
+	CHROMIUM=$(CHROMIUM) $(PY) -m pytest tests --cov=labformer --cov-report=term --cov-fail-under=90
+	OMP_NUM_THREADS=1 $(NBVAL)
+
+lint: venv
+	$(VENV)/bin/ruff check labformer tests bench
+	$(VENV)/bin/mypy
+
+# Every notebook under nbval for seeds 0-4 crossed with ATEN_CPU_CAPABILITY settings; prints a
+# chapter x variant table. Chapters assert claims, so every seed and every CPU must pass.
+test-robust: venv
+	$(PY) tests/robust.py
+
+# One variant of the notebooks: LABFORMER_SEED=2 ATEN_CPU_CAPABILITY=avx2 make test-notebooks
+test-notebooks: venv
+	OMP_NUM_THREADS=1 $(NBVAL)
 
 lab: venv
 	$(VENV)/bin/jupyter lab book/

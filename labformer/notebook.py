@@ -1,26 +1,52 @@
-"""One call at the top of every chapter: reproducible seeds, compact printing, one plot style."""
+"""One call at the top of every chapter: the run's seed, compact printing, one plot style."""
 
 from __future__ import annotations
 
+import os
 import random
 
 import numpy as np
 import torch
 
-__all__ = ["setup_notebook"]
+__all__ = ["SEED_ENV", "resolve_seed", "setup_notebook"]
+
+#: Environment variable that overrides the seed a chapter asks for, so that the whole book can
+#: be re-run with another seed without editing a notebook: ``LABFORMER_SEED=3 make test``.
+SEED_ENV = "LABFORMER_SEED"
 
 
-def setup_notebook(seed: int = 0, precision: int = 4, threads: int | None = 1) -> None:
+def resolve_seed(seed: int = 0) -> int:
+    """``seed``, or the integer in ``$LABFORMER_SEED`` when that variable is set and not empty."""
+    text = os.environ.get(SEED_ENV, "").strip()
+    if not text:
+        return seed
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"{SEED_ENV} must be a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise ValueError(f"{SEED_ENV} must be a non-negative integer, got {value}")
+    return value
+
+
+def setup_notebook(seed: int = 0, precision: int = 4, threads: int | None = 1) -> int:
     """Seed Python, NumPy and torch; set print precision, torch's threads and the plot style.
 
+    Returns the seed in use: ``seed``, unless ``$LABFORMER_SEED`` overrides it. A chapter
+    derives every other seed it needs from the returned value (``SEED + 1``, ...), so that one
+    variable changes every random draw of the chapter. The claims a chapter asserts must hold
+    for any seed; the book is tested with several.
+
     The book's models are small: on them a second thread costs more in start-up and waiting
-    than it saves, and one thread gives the same numbers on every machine. ``threads=None``
-    keeps torch's default.
+    than it saves. ``threads=None`` keeps torch's default. One thread does not make results
+    identical across machines: CPUs with different vector units (AVX2, AVX-512, ARM) run
+    different float kernels.
     """
     if threads is not None:
         if threads < 1:
             raise ValueError(f"threads must be a positive int or None, got {threads}")
         torch.set_num_threads(threads)
+    seed = resolve_seed(seed)
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
@@ -32,3 +58,4 @@ def setup_notebook(seed: int = 0, precision: int = 4, threads: int | None = 1) -
 
     sns.set_theme(context="notebook", style="whitegrid", palette="deep")
     matplotlib.rcParams.update({"figure.dpi": 110, "savefig.dpi": 110, "figure.figsize": (6, 4)})
+    return seed

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from labformer import setup_notebook
+from labformer.notebook import SEED_ENV
 
 
 @pytest.fixture
@@ -16,7 +17,8 @@ def restore_threads():
     torch.set_num_threads(threads)
 
 
-def test_same_seed_same_numbers(restore_threads):
+def test_same_seed_same_numbers(restore_threads, monkeypatch):
+    monkeypatch.delenv(SEED_ENV, raising=False)
     setup_notebook(seed=3)
     first = (random.random(), np.random.rand(), torch.rand(2))
     setup_notebook(seed=3)
@@ -34,3 +36,23 @@ def test_threads_default_one_and_none_keeps(restore_threads):
     assert torch.get_num_threads() == 1
     with pytest.raises(ValueError, match="threads"):
         setup_notebook(threads=0)
+
+
+def test_environment_overrides_the_seed(restore_threads, monkeypatch):
+    monkeypatch.setenv(SEED_ENV, "7")
+    assert setup_notebook(seed=0) == 7
+    drawn = torch.rand(3)
+    monkeypatch.delenv(SEED_ENV)
+    assert setup_notebook(seed=7) == 7
+    assert torch.equal(torch.rand(3), drawn)  # the same stream as asking for 7 directly
+    assert setup_notebook(seed=0) == 0
+    assert not torch.equal(torch.rand(3), drawn)
+    monkeypatch.setenv(SEED_ENV, "")
+    assert setup_notebook(seed=5) == 5  # empty means unset
+
+
+@pytest.mark.parametrize("bad", ["one", "1.5", "-2"])
+def test_bad_seed_in_environment_is_named(restore_threads, monkeypatch, bad):
+    monkeypatch.setenv(SEED_ENV, bad)
+    with pytest.raises(ValueError, match=SEED_ENV):
+        setup_notebook(seed=0)
