@@ -15,8 +15,9 @@ BOOK_KEY = $(LABFORMER_HASH) seed=$(LABFORMER_SEED) cpu=$(ATEN_CPU_CAPABILITY)
 
 help:
 	@echo "make book   build the HTML book into _build/html"
-	@echo "make test   unit tests, every notebook (nbval), the built book in a browser"
-	@echo "make test-robust  every notebook for several seeds and CPU kernel settings"
+	@echo "make test   lint, the book (every notebook executed), unit tests, the book in a browser"
+	@echo "make test-notebooks  every notebook under nbval, with LABFORMER_SEED / ATEN_CPU_CAPABILITY"
+	@echo "make test-robust     every notebook under nbval for several seeds and CPU kernel settings"
 	@echo "make lab    open the chapters in JupyterLab"
 	@echo "make bench  benchmarks against PyTorch's own modules (writes bench/results.md)"
 
@@ -57,12 +58,12 @@ browser:
 	    chromium fonts-wqy-microhei >/dev/null; fi
 	@test -x $(CHROMIUM) || { echo "chromium not found at $(CHROMIUM)"; exit 1; }
 
-# Lint and types, the unit tests (with coverage) and the built book's tests first; then every
-# notebook under nbval, two at a time: the chapters' models are small and run on one thread each.
+# Lint and types; the book build, which executes every notebook once and fails on any error
+# (see `book`); then the unit tests (with coverage) and the built book's tests in a browser.
+# nbval runs the notebooks under other seeds and CPU kernels: `test-notebooks`, `test-robust`.
 NBVAL := $(PY) -m pytest book --nbval-lax --nbval-cell-timeout=900 -n 2 --dist loadfile
-test: venv browser book lint
+test: venv browser lint book
 	CHROMIUM=$(CHROMIUM) $(PY) -m pytest tests --cov=labformer --cov-report=term --cov-fail-under=90
-	OMP_NUM_THREADS=1 $(NBVAL)
 
 lint: venv
 	$(VENV)/bin/ruff check labformer tests bench
@@ -73,7 +74,8 @@ lint: venv
 test-robust: venv
 	$(PY) tests/robust.py
 
-# One variant of the notebooks: LABFORMER_SEED=2 ATEN_CPU_CAPABILITY=avx2 make test-notebooks
+# Every notebook under nbval, once, with the seed and CPU kernels of the environment, e.g.
+# LABFORMER_SEED=2 ATEN_CPU_CAPABILITY=avx2 make test-notebooks
 test-notebooks: venv
 	OMP_NUM_THREADS=1 $(NBVAL)
 
