@@ -26,18 +26,19 @@ from labformer.decoding import beam_search, greedy_decode
 
 @dataclass
 class Row:
-    """One line of the results table."""
+    """One line of the results table: labformer's measurement, the reference's, their ratio."""
 
     name: str
-    ours_ms: float
-    peer_ms: float
+    ours: float  # labformer's measurement, in ``unit``
+    peer: float  # the reference's (a PyTorch module, or a peak rate), in ``unit``
     target: str  # e.g. "<= 1.2"; empty when the row is only reported
     ok: bool | None  # None when there is no target
     note: str = ""
+    unit: str = "ms"  # "ms" (a median time) or "GFLOP/s" (a rate)
 
     @property
     def ratio(self) -> float:
-        return self.ours_ms / self.peer_ms
+        return self.ours / self.peer
 
 
 def time_pair(ours: Callable[[], object], peer: Callable[[], object], repeats: int,
@@ -46,7 +47,8 @@ def time_pair(ours: Callable[[], object], peer: Callable[[], object], repeats: i
     for _ in range(warmup):
         ours()
         peer()
-    a, b = [], []
+    a: list[float] = []
+    b: list[float] = []
     for i in range(repeats):
         for fn, out in ((ours, a), (peer, b)) if i % 2 == 0 else ((peer, b), (ours, a)):
             t0 = time.perf_counter()
@@ -84,6 +86,8 @@ def bench_mha(T: int, B: int = 32, d_model: int = 256, num_heads: int = 8,
 class TorchSeq2Seq(nn.Module):
     """The peer: embeddings, sinusoidal positions, ``nn.Transformer``, output layer."""
 
+    pe: torch.Tensor  # (max_len, d_model) buffer
+
     def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
         self.cfg = cfg
@@ -109,9 +113,10 @@ class TorchSeq2Seq(nn.Module):
         return self.generator(out)
 
 
-def _train_step(model: nn.Module, opt: torch.optim.Optimizer, src, tgt_in, tgt_out) -> None:
+def _train_step(model: nn.Module, opt: torch.optim.Optimizer, src, tgt_in, tgt_out,
+                pad_id: int) -> None:
     logits = model(src, tgt_in)
-    loss = F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=0,
+    loss = F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=pad_id,
                            label_smoothing=0.1)
     opt.zero_grad(set_to_none=True)
     loss.backward()
@@ -122,7 +127,7 @@ def _batch(cfg: TransformerConfig, B: int, S: int, T: int) -> tuple[torch.Tensor
     g = torch.Generator().manual_seed(0)
     src = torch.randint(4, cfg.src_vocab_size, (B, S), generator=g)
     tgt = torch.randint(4, cfg.tgt_vocab_size, (B, T + 1), generator=g)
-    src[: B // 4, S - S // 4:] = 0  # some padding, as in real batches
+    src[: B // 4, S - S // 4:] = cfg.pad_id  # some padding, as in real batches
     return src, tgt[:, :-1], tgt[:, 1:]
 
 
@@ -143,18 +148,18 @@ def bench_train_step(tiny: bool = False, repeats: int = 7) -> tuple[Row, Row]:
     opt_o = torch.optim.AdamW(ours.parameters(), lr=1e-4)
     opt_p = torch.optim.AdamW(peer.parameters(), lr=1e-4)
     src, tgt_in, tgt_out = _batch(cfg, B, T, T)
-    o, p = time_pair(lambda: _train_step(ours, opt_o, src, tgt_in, tgt_out),
-                     lambda: _train_step(peer, opt_p, src, tgt_in, tgt_out), repeats)
+    o, p = time_pair(lambda: _train_step(ours, opt_o, src, tgt_in, tgt_out, cfg.pad_id),
+                     lambda: _train_step(peer, opt_p, src, tgt_in, tgt_out, cfg.pad_id), repeats)
     step = Row("Transformer training step", o, p, "<= 1.1", o / p <= 1.1,
                f"d_model={cfg.d_model}, layers={cfg.num_encoder_layers}+"
                f"{cfg.num_decoder_layers}, B={B}, T={T}")
     with FlopCounterMode(display=False) as counter:
-        _train_step(ours, opt_o, src, tgt_in, tgt_out)
+        _train_step(ours, opt_o, src, tgt_in, tgt_out, cfg.pad_id)
     flops = counter.get_total_flops()
     peak = matmul_peak_flops(256 if tiny else 2048)
     achieved = flops / (o / 1e3)
     util = Row("Training step FLOP/s vs matmul peak", achieved / 1e9, peak / 1e9, "", None,
-               f"{flops / 1e9:.2f} GFLOP per step; columns are GFLOP/s, ratio = fraction")
+               f"{flops / 1e9:.2f} GFLOP per step; ratio = fraction of peak", unit="GFLOP/s")
     return step, util
 
 
@@ -193,14 +198,15 @@ def bench_decoding(tiny: bool = False, repeats: int = 5) -> tuple[Row, Row]:
     """Greedy with the KV cache against recomputing the prefix; beam 4 against greedy."""
     model, src, steps = _decoding_model(tiny)
     # EOS id -1 never matches, so every run decodes exactly `steps` tokens.
-    kw = dict(max_len=steps, eos_id=-1)
     with torch.no_grad():
-        o, p = time_pair(lambda: greedy_decode(model, src, use_cache=True, **kw),
-                         lambda: greedy_decode(model, src, use_cache=False, **kw), repeats)
+        o, p = time_pair(lambda: greedy_decode(model, src, steps, use_cache=True, eos_id=-1),
+                         lambda: greedy_decode(model, src, steps, use_cache=False, eos_id=-1),
+                         repeats)
         cache = Row(f"Greedy {steps} tokens: KV cache vs recompute", o, p, "speed-up >= 3x",
                     p / o >= 3.0, f"speed-up {p / o:.1f}x; B={src.shape[0]}")
-        b, g = time_pair(lambda: beam_search(model, src, beam_size=4, **kw),
-                         lambda: greedy_decode(model, src, use_cache=True, **kw), repeats)
+        b, g = time_pair(lambda: beam_search(model, src, 4, max_len=steps, eos_id=-1),
+                         lambda: greedy_decode(model, src, steps, use_cache=True, eos_id=-1),
+                         repeats)
         beam = Row(f"Beam search (4) vs greedy, {steps} tokens", b, g, "<= 2.5", b / g <= 2.5,
                    "both cached")
     return cache, beam
@@ -241,12 +247,11 @@ def to_markdown(rows: list[Row]) -> str:
     lines = [
         f"Measured on: {machine()}",
         "",
-        "| benchmark | labformer | PyTorch peer | ratio | target | met | notes |",
+        "| benchmark | labformer | reference | ratio | target | met | notes |",
         "|---|---:|---:|---:|---|---|---|",
     ]
     for r in rows:
-        unit = "GFLOP/s" if "FLOP/s" in r.name else "ms"
         met = "" if r.ok is None else ("yes" if r.ok else "**no**")
-        lines.append(f"| {r.name} | {r.ours_ms:.3g} {unit} | {r.peer_ms:.3g} {unit} | "
+        lines.append(f"| {r.name} | {r.ours:.3g} {r.unit} | {r.peer:.3g} {r.unit} | "
                      f"{r.ratio:.3g} | {r.target} | {met} | {r.note} |")
     return "\n".join(lines) + "\n"

@@ -10,6 +10,7 @@ Three ways to score, all returning ``(output, weights)`` so chapters can plot th
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -19,7 +20,9 @@ from .masks import check_mask
 
 __all__ = [
     "masked_softmax",
+    "attend",
     "scaled_dot_product_attention",
+    "Scorer",
     "AdditiveAttention",
     "DotAttention",
     "GeneralAttention",
@@ -37,6 +40,21 @@ def masked_softmax(scores: Tensor, mask: Tensor | None) -> Tensor:
         return scores.softmax(dim=-1)
     scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
     return scores.softmax(dim=-1).masked_fill(~mask, 0.0)
+
+
+def attend(
+    scores: Tensor, value: Tensor, mask: Tensor | None = None, dropout_p: float = 0.0
+) -> tuple[Tensor, Tensor]:
+    """Turn scores into weights and average the values: every scorer in labformer ends here.
+
+    scores (..., T_q, T_k), value (..., T_k, d_v), mask bool (True = may attend) broadcastable to
+    the scores. Returns out (..., T_q, d_v) and weights (..., T_q, T_k); ``dropout_p`` drops
+    weights (inverted dropout) and is the caller's to set to 0 outside training.
+    """
+    weights = masked_softmax(scores, mask)  # (..., T_q, T_k)
+    if dropout_p > 0.0:
+        weights = F.dropout(weights, p=dropout_p)
+    return weights @ value, weights  # (..., T_q, d_v), (..., T_q, T_k)
 
 
 def scaled_dot_product_attention(
@@ -83,10 +101,7 @@ def scaled_dot_product_attention(
     scores = (query @ key.transpose(-2, -1)) * scale  # (..., T_q, T_k)
     if mask is not None:
         check_mask(mask, scores.shape)
-    weights = masked_softmax(scores, mask)
-    if dropout_p > 0.0:
-        weights = F.dropout(weights, p=dropout_p)
-    return weights @ value, weights  # (..., T_q, d_v), (..., T_q, T_k)
+    return attend(scores, value, mask, dropout_p)
 
 
 def _check_rnn_inputs(query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None) -> None:
@@ -107,42 +122,80 @@ def _check_rnn_inputs(query: Tensor, keys: Tensor, values: Tensor, mask: Tensor 
         )
 
 
-class _Scorer(nn.Module):
-    """Shared forward for the RNN-era scorers: score, masked softmax, weighted sum."""
+class Scorer(nn.Module):
+    """Base of the RNN-era scorers: score each key against one query, then :func:`attend`.
 
-    def score(self, query: Tensor, keys: Tensor) -> Tensor:  # pragma: no cover - abstract
+    ``prepare_keys`` is the part of the score that depends on the keys alone; a decoder that
+    queries the same memory at every step computes it once and passes it as ``prepared_keys``.
+    """
+
+    def prepare_keys(self, keys: Tensor) -> Tensor:
+        """keys (B, S, d_k) -> what ``score_prepared`` reads; the keys themselves by default."""
+        return keys
+
+    def score_prepared(self, query: Tensor, prepared: Tensor) -> Tensor:  # pragma: no cover
+        """query (B, d_q), prepared keys (B, S, .) -> scores (B, S)."""
         raise NotImplementedError
-
-    def forward(
-        self, query: Tensor, keys: Tensor, values: Tensor | None = None, mask: Tensor | None = None
-    ) -> tuple[Tensor, Tensor]:
-        """query (B, d_q), keys (B, S, d_k), values (B, S, d_v) -> context (B, d_v), weights (B, S)."""
-        values = keys if values is None else values
-        _check_rnn_inputs(query, keys, values, mask)
-        weights = masked_softmax(self.score(query, keys), mask)  # (B, S)
-        context = torch.bmm(weights.unsqueeze(1), values).squeeze(1)  # (B, d_v)
-        return context, weights
-
-
-class AdditiveAttention(_Scorer):
-    """Bahdanau et al. (2015): score(q, k) = v^T tanh(W_q q + W_k k)."""
-
-    def __init__(self, query_dim: int, key_dim: int, hidden_dim: int) -> None:
-        super().__init__()
-        self.w_query = nn.Linear(query_dim, hidden_dim, bias=False)
-        self.w_key = nn.Linear(key_dim, hidden_dim, bias=True)
-        self.v = nn.Linear(hidden_dim, 1, bias=False)
 
     def score(self, query: Tensor, keys: Tensor) -> Tensor:
         """query (B, d_q), keys (B, S, d_k) -> scores (B, S)."""
-        hidden = torch.tanh(self.w_query(query).unsqueeze(1) + self.w_key(keys))  # (B, S, hidden)
+        return self.score_prepared(query, self.prepare_keys(keys))
+
+    def forward(
+        self,
+        query: Tensor,
+        keys: Tensor,
+        values: Tensor | None = None,
+        *,
+        mask: Tensor | None = None,
+        prepared_keys: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor]:
+        """query (B, d_q), keys (B, S, d_k), values (B, S, d_v) -> context (B, d_v), weights (B, S).
+
+        mask (B, S) bool, True = real token; prepared_keys: ``self.prepare_keys(keys)``, if known.
+        """
+        values = keys if values is None else values
+        _check_rnn_inputs(query, keys, values, mask)
+        prepared = self.prepare_keys(keys) if prepared_keys is None else prepared_keys
+        scores = self.score_prepared(query, prepared)  # (B, S)
+        context, weights = attend(
+            scores.unsqueeze(1), values, None if mask is None else mask.unsqueeze(1)
+        )  # (B, 1, d_v), (B, 1, S): one query per row
+        return context.squeeze(1), weights.squeeze(1)
+
+
+class AdditiveAttention(Scorer):
+    """Bahdanau et al. (2015): score(q, k) = v^T tanh(W_q q + W_k k)."""
+
+    def __init__(
+        self,
+        query_dim: int,
+        key_dim: int,
+        hidden_dim: int,
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__()
+        factory: dict[str, Any] = {"device": device, "dtype": dtype}
+        self.w_query = nn.Linear(query_dim, hidden_dim, bias=False, **factory)
+        self.w_key = nn.Linear(key_dim, hidden_dim, bias=True, **factory)
+        self.v = nn.Linear(hidden_dim, 1, bias=False, **factory)
+
+    def prepare_keys(self, keys: Tensor) -> Tensor:
+        """keys (B, S, d_k) -> W_k k + b (B, S, hidden): independent of the decoder step."""
+        return self.w_key(keys)
+
+    def score_prepared(self, query: Tensor, prepared: Tensor) -> Tensor:
+        """query (B, d_q), prepared keys (B, S, hidden) -> scores (B, S)."""
+        hidden = torch.tanh(self.w_query(query).unsqueeze(1) + prepared)  # (B, S, hidden)
         return self.v(hidden).squeeze(-1)
 
 
-class DotAttention(_Scorer):
+class DotAttention(Scorer):
     """Luong et al. (2015), "dot": score(q, k) = q . k (query and key of the same size)."""
 
-    def score(self, query: Tensor, keys: Tensor) -> Tensor:
+    def score_prepared(self, query: Tensor, keys: Tensor) -> Tensor:
         """query (B, d), keys (B, S, d) -> scores (B, S)."""
         if query.shape[-1] != keys.shape[-1]:
             raise ValueError(
@@ -152,13 +205,24 @@ class DotAttention(_Scorer):
         return torch.bmm(keys, query.unsqueeze(-1)).squeeze(-1)
 
 
-class GeneralAttention(_Scorer):
+class GeneralAttention(Scorer):
     """Luong et al. (2015), "general": score(q, k) = q^T W k."""
 
-    def __init__(self, query_dim: int, key_dim: int) -> None:
+    def __init__(
+        self,
+        query_dim: int,
+        key_dim: int,
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
         super().__init__()
-        self.w = nn.Linear(key_dim, query_dim, bias=False)
+        self.w = nn.Linear(key_dim, query_dim, bias=False, device=device, dtype=dtype)
 
-    def score(self, query: Tensor, keys: Tensor) -> Tensor:
-        """query (B, d_q), keys (B, S, d_k) -> scores (B, S)."""
-        return torch.bmm(self.w(keys), query.unsqueeze(-1)).squeeze(-1)
+    def prepare_keys(self, keys: Tensor) -> Tensor:
+        """keys (B, S, d_k) -> W k (B, S, d_q): independent of the decoder step."""
+        return self.w(keys)
+
+    def score_prepared(self, query: Tensor, prepared: Tensor) -> Tensor:
+        """query (B, d_q), prepared keys (B, S, d_q) -> scores (B, S)."""
+        return torch.bmm(prepared, query.unsqueeze(-1)).squeeze(-1)

@@ -8,6 +8,7 @@
 Bad input (an empty sentence, an over-long one, a missing or corrupt checkpoint, a malformed
 pairs file) ends with one line on stderr and exit status 1, never a traceback. Under
 ``torchrun``, ``labformer train`` trains data-parallel; only rank 0 prints and writes.
+Each command imports what it needs when it runs: ``labformer --help`` does not load torch.
 """
 
 from __future__ import annotations
@@ -18,11 +19,14 @@ import random
 import sys
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from .data import generate_corpus, load_pairs
+if TYPE_CHECKING:
+    from .translate import Translator
 
 DEFAULT_CHECKPOINT = "runs/fr-en.pt"
 CORPUS_PAIRS = 30000  # generated pairs (train + 1000 valid + 1000 test)
+CORPUS_SEED = 0  # the data set is fixed: `train --seed` changes the training, not the data
 SPLITS = ("train", "valid", "test")
 
 
@@ -67,7 +71,9 @@ def _parser() -> argparse.ArgumentParser:
                    help=f"checkpoint to write (default {DEFAULT_CHECKPOINT})")
     p.add_argument("--epochs", type=_positive, default=None,
                    help="passes over the training data (default: the translator's)")
-    p.add_argument("--seed", type=int, default=0, help="corpus, initialisation and order seed")
+    p.add_argument("--seed", type=int, default=0,
+                   help="training seed: initial weights, batches, dropout (default 0); the "
+                        "corpus and the validation split keep their own fixed seed")
     p.add_argument("--device", default="auto", help="auto (default), cpu, cuda, mps")
     p.add_argument("--pairs", metavar="FILE",
                    help="train on this UTF-8 file of 'source<TAB>target' lines instead")
@@ -100,6 +106,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _corpus(args: argparse.Namespace) -> int:
+    from .data import generate_corpus
+
     corpus = generate_corpus(num_pairs=args.num_pairs, seed=args.seed)
     if args.stats:
         print(corpus.describe())
@@ -108,8 +116,10 @@ def _corpus(args: argparse.Namespace) -> int:
     return 0
 
 
-def _split_pairs(path: str, seed: int) -> tuple[list, list]:
+def _split_pairs(path: str, seed: int = CORPUS_SEED) -> tuple[list, list]:
     """Training and validation pairs of a user's file: a seeded 5% (at most 500) validates."""
+    from .data import load_pairs
+
     pairs = load_pairs(path)
     if not pairs:
         raise CLIError(f"{path}: no sentence pairs in the file")
@@ -120,16 +130,17 @@ def _split_pairs(path: str, seed: int) -> tuple[list, list]:
 
 
 def _train(args: argparse.Namespace) -> int:
+    from .data import generate_corpus
     from .translate import BATCH_SIZE, train_translator
 
     rank = int(os.environ.get("RANK", "0"))
     if args.pairs:
-        data, valid = _split_pairs(args.pairs, args.seed)
-        source = {"pairs_file": os.path.abspath(args.pairs)}
+        data, valid = _split_pairs(args.pairs)
+        source: dict[str, object] = {"pairs_file": os.path.abspath(args.pairs)}
     else:
-        corpus = generate_corpus(num_pairs=args.num_pairs, seed=args.seed)
+        corpus = generate_corpus(num_pairs=args.num_pairs, seed=CORPUS_SEED)
         data, valid = corpus.train, corpus.valid
-        source = {"num_pairs": args.num_pairs, "seed": args.seed}
+        source = {"num_pairs": args.num_pairs, "seed": CORPUS_SEED}
     start = time.perf_counter()
     translator = train_translator(
         data, valid, epochs=args.epochs, seed=args.seed,
@@ -145,7 +156,7 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load(args: argparse.Namespace):
+def _load(args: argparse.Namespace) -> Translator:
     from .translate import Translator
 
     return Translator.from_checkpoint(args.checkpoint, device=args.device)
@@ -167,6 +178,8 @@ def _translate(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
+    from .data import generate_corpus, load_pairs
+
     translator = _load(args)
     if args.pairs:
         pairs, name = load_pairs(args.pairs), args.pairs
@@ -178,7 +191,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             raise CLIError(f"{args.checkpoint} was trained on {source['pairs_file']}, not the "
                            f"generated corpus: pass --pairs FILE to evaluate it")
         corpus = generate_corpus(num_pairs=source.get("num_pairs", CORPUS_PAIRS),
-                                 seed=source.get("seed", 0))
+                                 seed=source.get("seed", CORPUS_SEED))
         pairs, name = getattr(corpus, args.split), f"{args.split} split"
     pairs = pairs[:args.limit]
     if not pairs:

@@ -1,8 +1,9 @@
 """Turning a trained model into output sequences: greedy decoding and beam search.
 
-Both functions use only this model interface (``Transformer`` has it, so does
-:class:`PrefixTableModel`)::
+Both functions use only this model interface (``Transformer`` has it, so does the test double
+:class:`labformer.testing.PrefixTableModel`)::
 
+    model.config.pad_id, .bos_id, .eos_id -> the special ids (one source of truth: the model)
     model.encode(src (B, S)) -> memory (B, S, D)
     model.src_mask(src (B, S)) -> memory_mask (B, 1, 1, S)
     model.new_cache() -> cache with .offset and .reorder(index)
@@ -20,22 +21,46 @@ generated tokens, EOS included; alpha = 0 (the default) means no normalisation.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor
 
 __all__ = [
-    "Hypothesis",
     "BeamStep",
-    "greedy_decode",
+    "DecodingModel",
+    "Hypothesis",
     "beam_search",
+    "greedy_decode",
     "length_penalty_factor",
     "sequence_log_prob",
-    "PrefixTableModel",
 ]
+
+
+class SpecialIds(Protocol):
+    """What decoding reads from ``model.config``."""
+
+    @property
+    def pad_id(self) -> int: ...
+    @property
+    def bos_id(self) -> int: ...
+    @property
+    def eos_id(self) -> int: ...
+
+
+class DecodingModel(Protocol):
+    """The model interface both decoders use (the module docstring lists the shapes)."""
+
+    @property
+    def config(self) -> Any: ...  # a SpecialIds: TransformerConfig, testing.TableConfig
+    def encode(self, src: Tensor) -> Tensor: ...
+    def src_mask(self, src: Tensor) -> Tensor: ...
+    def new_cache(self) -> Any: ...
+    def decode(self, tgt: Tensor, memory: Tensor, memory_mask: Tensor,
+               cache: Any = None) -> Tensor: ...
 
 
 @dataclass(frozen=True)
@@ -63,7 +88,23 @@ def length_penalty_factor(length: int | Tensor, alpha: float) -> float | Tensor:
     return ((5.0 + length) / 6.0) ** alpha
 
 
-def _check_src(model: nn.Module, src: Tensor, max_len: int) -> Tensor:
+@dataclass(frozen=True)
+class _Specials:
+    pad: int
+    bos: int
+    eos: int
+
+
+def _specials(model: DecodingModel, pad_id: int | None = None, bos_id: int | None = None,
+              eos_id: int | None = None) -> _Specials:
+    """The model's special ids (``model.config``), each replaced by an explicit override."""
+    cfg: SpecialIds = model.config
+    return _Specials(cfg.pad_id if pad_id is None else pad_id,
+                     cfg.bos_id if bos_id is None else bos_id,
+                     cfg.eos_id if eos_id is None else eos_id)
+
+
+def _check_src(model: DecodingModel, src: Tensor, max_len: int) -> Tensor:
     if src.dim() == 1:
         src = src.unsqueeze(0)
     if src.dim() != 2 or src.is_floating_point():
@@ -85,7 +126,7 @@ def _next_log_probs(logits: Tensor, banned: Sequence[int]) -> Tensor:
 class _Stepper:
     """Runs the decoder one token at a time, with or without the key/value cache."""
 
-    def __init__(self, model: nn.Module, memory: Tensor, memory_mask: Tensor, bos: Tensor,
+    def __init__(self, model: DecodingModel, memory: Tensor, memory_mask: Tensor, bos: Tensor,
                  use_cache: bool) -> None:
         self.model, self.memory, self.memory_mask = model, memory, memory_mask
         self.cache = model.new_cache() if use_cache else None
@@ -112,31 +153,35 @@ class _Stepper:
 
 @torch.no_grad()
 def greedy_decode(
-    model: nn.Module,
+    model: DecodingModel,
     src: Tensor,
     max_len: int = 50,
-    bos_id: int = 1,
-    eos_id: int = 2,
-    pad_id: int = 0,
+    *,
     use_cache: bool = True,
+    bos_id: int | None = None,
+    eos_id: int | None = None,
+    pad_id: int | None = None,
 ) -> Tensor:
     """Pick the most probable token at every step: src (B, S) -> ids (B, L), L <= max_len.
 
-    Rows keep their EOS and are padded with ``pad_id`` after it; BOS is not included.
+    Rows keep their EOS and are padded with PAD after it; BOS is not included. The special ids
+    are the model's (``model.config``); pass one only to override it (a benchmark that must
+    never stop passes ``eos_id=-1``).
     """
+    ids = _specials(model, pad_id, bos_id, eos_id)
     src = _check_src(model, src, max_len)
     B = src.shape[0]
     memory, memory_mask = model.encode(src), model.src_mask(src)
-    bos = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)
+    bos = torch.full((B, 1), ids.bos, dtype=torch.long, device=src.device)
     stepper = _Stepper(model, memory, memory_mask, bos, use_cache)
     done = torch.zeros(B, dtype=torch.bool, device=src.device)
     out = []
     for _ in range(max_len):
-        log_p = _next_log_probs(stepper.logits(), (pad_id, bos_id))  # (B, V)
+        log_p = _next_log_probs(stepper.logits(), (ids.pad, ids.bos))  # (B, V)
         token = log_p.argmax(dim=-1)  # (B,)
-        token = torch.where(done, torch.full_like(token, pad_id), token)
+        token = torch.where(done, torch.full_like(token, ids.pad), token)
         out.append(token)
-        done = done | (token == eos_id)
+        done = done | (token == ids.eos)
         if bool(done.all()):
             break
         stepper.advance(token)
@@ -144,14 +189,14 @@ def greedy_decode(
 
 
 @torch.no_grad()
-def sequence_log_prob(
-    model: nn.Module, src: Tensor, tokens: Tensor, bos_id: int = 1, pad_id: int = 0
-) -> Tensor:
+def sequence_log_prob(model: DecodingModel, src: Tensor, tokens: Tensor) -> Tensor:
     """Total log-probability of given outputs: src (B, S), tokens (B, L) without BOS -> (B,).
 
-    Positions holding ``pad_id`` (after EOS) are not counted; PAD and BOS are banned, as in
+    Positions holding PAD (after EOS) are not counted; PAD and BOS are banned, as in
     decoding, so the result is the score beam search would give the same tokens (alpha = 0).
     """
+    ids = _specials(model)
+    bos_id, pad_id = ids.bos, ids.pad
     src = _check_src(model, src, 1)
     if tokens.dim() != 2 or tokens.shape[0] != src.shape[0]:
         raise ValueError(f"tokens must be (B, L) with B = {src.shape[0]}, got "
@@ -168,17 +213,19 @@ def sequence_log_prob(
 
 @torch.no_grad()
 def beam_search(
-    model: nn.Module,
+    model: DecodingModel,
     src: Tensor,
     beam_size: int = 4,
     top_beams: int = 1,
     max_len: int = 50,
     length_penalty: float = 0.0,
-    bos_id: int = 1,
-    eos_id: int = 2,
-    pad_id: int = 0,
+    *,
     use_cache: bool = True,
     trace: list[BeamStep] | None = None,
+    early_stopping: bool = True,
+    bos_id: int | None = None,
+    eos_id: int | None = None,
+    pad_id: int | None = None,
 ) -> list[list[Hypothesis]]:
     """Beam search: src (B, S) or (S,) -> for each row, its ``top_beams`` best hypotheses.
 
@@ -187,7 +234,9 @@ def beam_search(
     ``beam_size`` non-EOS candidates live on. A row stops once it holds ``beam_size`` finished
     hypotheses and no live one can still beat the worst of them. ``length_penalty`` is GNMT's
     alpha. ``beam_size=1`` is greedy decoding. Pass a list as ``trace`` to collect one
-    :class:`BeamStep` per step for batch row 0.
+    :class:`BeamStep` per step for batch row 0. ``early_stopping=False`` runs every row to
+    ``max_len`` (the stopping rule must not change the result; the tests check it). The special
+    ids are the model's (``model.config``) unless overridden.
     """
     if beam_size < 1:
         raise ValueError(f"beam_size must be at least 1, got {beam_size}")
@@ -195,6 +244,8 @@ def beam_search(
         raise ValueError(f"top_beams must be in [1, beam_size={beam_size}], got {top_beams}")
     if length_penalty < 0:
         raise ValueError(f"length_penalty (alpha) must be >= 0, got {length_penalty}")
+    ids = _specials(model, pad_id, bos_id, eos_id)
+    bos_id, eos_id, pad_id = ids.bos, ids.eos, ids.pad
     src = _check_src(model, src, max_len)
     B, K, device = src.shape[0], beam_size, src.device
 
@@ -214,7 +265,7 @@ def beam_search(
     done = [False] * B
 
     def score(log_prob: float, length: int) -> float:
-        return log_prob / length_penalty_factor(length, length_penalty)
+        return log_prob / float(length_penalty_factor(length, length_penalty))
 
     for t in range(1, max_len + 1):
         log_p = _next_log_probs(stepper.logits(), (pad_id, bos_id))  # (B*K, V)
@@ -253,10 +304,10 @@ def beam_search(
             best_live = float(live_lp[b, 0])
             if best_live == -math.inf:
                 done[b] = True  # nothing left to extend
-            elif len(finished[b]) >= K:
+            elif early_stopping and len(finished[b]) >= K:
                 # A live hypothesis only loses log-probability as it grows, so its best possible
                 # score is its log-prob now under the largest length penalty still reachable.
-                bound = best_live / length_penalty_factor(max_len, length_penalty)
+                bound = best_live / float(length_penalty_factor(max_len, length_penalty))
                 done[b] = bound <= finished[b][-1].score
         if all(done) or t == max_len:
             break
@@ -276,65 +327,3 @@ def beam_search(
         pool.sort(key=lambda h: h.score, reverse=True)
         results.append(pool[:top_beams])
     return results
-
-
-class _PrefixCache:
-    """The 'cache' of :class:`PrefixTableModel`: the tokens fed so far, (N, t)."""
-
-    def __init__(self) -> None:
-        self.tokens: Tensor | None = None
-        self.offset = 0
-
-    def reorder(self, index: Tensor) -> None:
-        if self.tokens is not None:
-            self.tokens = self.tokens.index_select(0, index)
-
-
-class PrefixTableModel(nn.Module):
-    """A hand-written 'language model' with the decoding interface, for teaching and tests.
-
-    ``table`` maps an output prefix (a tuple of ids, BOS excluded) to {next id: probability};
-    a prefix missing from the table ends the output (EOS gets probability 1). The source is
-    ignored except for its batch size.
-    """
-
-    def __init__(self, table: Mapping[tuple[int, ...], Mapping[int, float]], vocab_size: int,
-                 bos_id: int = 1, eos_id: int = 2) -> None:
-        super().__init__()
-        for prefix, dist in table.items():
-            if any(not 0 <= i < vocab_size for i in dist) or abs(sum(dist.values()) - 1) > 1e-6:
-                raise ValueError(f"table[{prefix}] must be a distribution over ids < "
-                                 f"{vocab_size}, got {dict(dist)}")
-        self.table = {tuple(k): dict(v) for k, v in table.items()}
-        self.vocab_size, self.bos_id, self.eos_id = vocab_size, bos_id, eos_id
-
-    def encode(self, src: Tensor) -> Tensor:
-        """src (B, S) -> a dummy memory (B, S, 1)."""
-        return torch.zeros(*src.shape, 1)
-
-    def src_mask(self, src: Tensor) -> Tensor:
-        """src (B, S) -> (B, 1, 1, S), all True."""
-        return torch.ones(src.shape[0], 1, 1, src.shape[1], dtype=torch.bool)
-
-    def new_cache(self) -> _PrefixCache:
-        """A cache that just remembers the prefix."""
-        return _PrefixCache()
-
-    def decode(self, tgt: Tensor, memory: Tensor, memory_mask: Tensor | None = None,
-               cache: _PrefixCache | None = None) -> Tensor:
-        """tgt (N, T) -> logits (N, T, V): log of the table's probabilities (-inf for 0)."""
-        if cache is not None:
-            tgt = tgt if cache.tokens is None else torch.cat([cache.tokens, tgt], dim=1)
-            new = tgt.shape[1] - cache.offset
-            cache.tokens, cache.offset = tgt, tgt.shape[1]
-        else:
-            new = tgt.shape[1]
-        N, T = tgt.shape
-        probs = torch.zeros(N, T, self.vocab_size)
-        rows = tgt.tolist()
-        for n in range(N):
-            for i in range(T):
-                prefix = tuple(rows[n][1:i + 1])  # drop BOS
-                for tok, p in self.table.get(prefix, {self.eos_id: 1.0}).items():
-                    probs[n, i, tok] = p
-        return probs[:, T - new:].log()

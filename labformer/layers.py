@@ -9,22 +9,31 @@ both match ``torch.nn.TransformerEncoderLayer`` / ``TransformerDecoderLayer`` in
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, TypeVar
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .multihead import KVCache, MultiHeadAttention
 
-__all__ = ["FeedForward", "residual", "EncoderLayer", "DecoderLayer"]
-
+__all__ = ["FeedForward", "residual", "ResidualSublayer", "EncoderLayer", "DecoderLayer"]
 
 class FeedForward(nn.Module):
     """Position-wise feed-forward network: Linear(d_model, d_ff), ReLU, dropout, Linear back."""
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0) -> None:
+    def __init__(
+        self,
+        d_model: int,
+        d_ff: int,
+        dropout: float = 0.0,
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
         super().__init__()
-        self.linear1 = nn.Linear(d_model, d_ff)
-        self.linear2 = nn.Linear(d_ff, d_model)
+        self.linear1 = nn.Linear(d_model, d_ff, device=device, dtype=dtype)
+        self.linear2 = nn.Linear(d_ff, d_model, device=device, dtype=dtype)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: Tensor) -> Tensor:
@@ -34,19 +43,61 @@ class FeedForward(nn.Module):
 
 def residual(
     x: Tensor,
-    sublayer: Callable[[Tensor], Tensor],
-    norm: nn.Module,
-    dropout: nn.Module,
+    sublayer: Callable[..., Tensor],
+    norm: Callable[[Tensor], Tensor],
+    dropout: Callable[[Tensor], Tensor],
     norm_first: bool,
+    *args: Any,
 ) -> Tensor:
-    """Post-LN: norm(x + sublayer(x)); Pre-LN: x + sublayer(norm(x)). Dropout on the branch."""
+    """Post-LN: norm(x + sublayer(x)); Pre-LN: x + sublayer(norm(x)). Dropout on the branch.
+
+    Extra ``args`` go to the sublayer after its input: ``sublayer(y, *args)``.
+    """
     if norm_first:
-        return x + dropout(sublayer(norm(x)))
-    return norm(x + dropout(sublayer(x)))
+        return x + dropout(sublayer(norm(x), *args))
+    return norm(x + dropout(sublayer(x, *args)))
+
+
+class ResidualSublayer(nn.Module):
+    """One residual sublayer: owns its LayerNorm and dropout, wraps any sublayer function.
+
+    ``forward(x, sublayer, *args)`` is :func:`residual` with this module's norm and dropout;
+    ``args`` (a mask, a cache) go on to ``sublayer(y, *args)``. The Annotated Transformer's
+    ``SublayerConnection``, with both placements of the norm.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        dropout: float = 0.0,
+        norm_first: bool = False,
+        layer_norm_eps: float = 1e-5,
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__()
+        self.norm_first = norm_first
+        self.norm = nn.LayerNorm(d_model, eps=layer_norm_eps, device=device, dtype=dtype)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor, sublayer: Callable[..., Tensor], *args: Any) -> Tensor:
+        """x (B, T, d_model) -> (B, T, d_model)."""
+        return residual(x, sublayer, self.norm, self.dropout, self.norm_first, *args)
+
+    def extra_repr(self) -> str:
+        return f"norm_first={self.norm_first}"
 
 
 class EncoderLayer(nn.Module):
-    """Two sublayers: self-attention, then the feed-forward network."""
+    """Two sublayers: self-attention, then the feed-forward network.
+
+    Args:
+        d_model, num_heads, d_ff: sizes, as in the paper.
+        dropout: on the attention weights, inside the FFN and on each residual branch.
+        norm_first: False for Post-LN (the paper), True for Pre-LN.
+        layer_norm_eps, device, dtype: as in ``torch.nn.TransformerEncoderLayer``.
+    """
 
     def __init__(
         self,
@@ -56,32 +107,39 @@ class EncoderLayer(nn.Module):
         dropout: float = 0.0,
         norm_first: bool = False,
         layer_norm_eps: float = 1e-5,
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
+        factory: dict[str, Any] = {"device": device, "dtype": dtype}
         self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout)
-        self.ffn = FeedForward(d_model, d_ff, dropout)
-        self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)
-        self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps)
-        self.dropout = nn.Dropout(dropout)
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, **factory)
+        self.ffn = FeedForward(d_model, d_ff, dropout, **factory)
+        sub = (d_model, dropout, norm_first, layer_norm_eps)
+        self.sublayer1 = ResidualSublayer(*sub, **factory)  # around self-attention
+        self.sublayer2 = ResidualSublayer(*sub, **factory)  # around the FFN
 
-    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
-        """x (B, S, d_model), mask broadcastable to (B, h, S, S), True = may attend."""
+    def forward(self, x: Tensor, *, mask: Tensor | None = None) -> Tensor:
+        """x (B, S, d_model) -> (B, S, d_model); mask broadcastable to (B, h, S, S),
+        True = may attend (keyword-only: torch's positional src_mask means the opposite)."""
+        x = self.sublayer1(x, self._sa_block, mask)
+        return self.sublayer2(x, self.ffn)
 
-        def attend(y: Tensor) -> Tensor:
-            return self.self_attn(y, y, y, mask, need_weights=False)[0]
-
-        x = residual(x, attend, self.norm1, self.dropout, self.norm_first)
-        return residual(x, self.ffn, self.norm2, self.dropout, self.norm_first)
+    def _sa_block(self, x: Tensor, mask: Tensor | None) -> Tensor:
+        return self.self_attn(x, x, x, mask=mask, need_weights=False)[0]
 
     @classmethod
     def from_torch(cls, layer: nn.TransformerEncoderLayer) -> EncoderLayer:
-        """A copy of ``torch.nn.TransformerEncoderLayer`` (ReLU activation, batch_first)."""
-        return _from_torch(cls, layer).to(layer.linear1.weight.device)
+        """A copy of ``nn.TransformerEncoderLayer`` (ReLU, batch_first), same device and dtype."""
+        return _from_torch(cls, layer)
 
 
 class DecoderLayer(nn.Module):
-    """Three sublayers: masked self-attention, cross-attention on the memory, feed-forward."""
+    """Three sublayers: masked self-attention, cross-attention on the memory, feed-forward.
+
+    Args: as :class:`EncoderLayer`.
+    """
 
     def __init__(
         self,
@@ -91,61 +149,71 @@ class DecoderLayer(nn.Module):
         dropout: float = 0.0,
         norm_first: bool = False,
         layer_norm_eps: float = 1e-5,
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
+        factory: dict[str, Any] = {"device": device, "dtype": dtype}
         self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout)
-        self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout)
-        self.ffn = FeedForward(d_model, d_ff, dropout)
-        self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)
-        self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps)
-        self.norm3 = nn.LayerNorm(d_model, eps=layer_norm_eps)
-        self.dropout = nn.Dropout(dropout)
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, **factory)
+        self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, **factory)
+        self.ffn = FeedForward(d_model, d_ff, dropout, **factory)
+        sub = (d_model, dropout, norm_first, layer_norm_eps)
+        self.sublayer1 = ResidualSublayer(*sub, **factory)  # around masked self-attention
+        self.sublayer2 = ResidualSublayer(*sub, **factory)  # around cross-attention
+        self.sublayer3 = ResidualSublayer(*sub, **factory)  # around the FFN
 
     def forward(
         self,
         x: Tensor,
         memory: Tensor,
+        *,
         tgt_mask: Tensor | None = None,
         memory_mask: Tensor | None = None,
         cache: tuple[KVCache, KVCache] | None = None,
     ) -> Tensor:
         """x (B, T, d_model), memory (B, S, d_model) -> (B, T, d_model).
 
-        tgt_mask broadcastable to (B, h, T, T_past + T), memory_mask to (B, h, T, S);
-        cache: (self-attention cache, static cross-attention cache) for incremental decoding.
+        tgt_mask broadcastable to (B, h, T, T_past + T), memory_mask to (B, h, T, S), both
+        True = may attend; cache: (self-attention cache, static cross-attention cache) for
+        incremental decoding.
         """
         self_cache, cross_cache = cache if cache is not None else (None, None)
+        x = self.sublayer1(x, self._sa_block, tgt_mask, self_cache)
+        x = self.sublayer2(x, self._ca_block, memory, memory_mask, cross_cache)
+        return self.sublayer3(x, self.ffn)
 
-        def self_attend(y: Tensor) -> Tensor:
-            return self.self_attn(y, y, y, tgt_mask, need_weights=False, cache=self_cache)[0]
+    def _sa_block(self, x: Tensor, mask: Tensor | None, cache: KVCache | None) -> Tensor:
+        return self.self_attn(x, x, x, mask=mask, need_weights=False, cache=cache)[0]
 
-        def cross_attend(y: Tensor) -> Tensor:
-            out = self.cross_attn(
-                y, memory, memory, memory_mask, need_weights=False, cache=cross_cache
-            )
-            return out[0]
-
-        x = residual(x, self_attend, self.norm1, self.dropout, self.norm_first)
-        x = residual(x, cross_attend, self.norm2, self.dropout, self.norm_first)
-        return residual(x, self.ffn, self.norm3, self.dropout, self.norm_first)
+    def _ca_block(
+        self, x: Tensor, memory: Tensor, mask: Tensor | None, cache: KVCache | None
+    ) -> Tensor:
+        return self.cross_attn(x, memory, memory, mask=mask, need_weights=False, cache=cache)[0]
 
     @classmethod
     def from_torch(cls, layer: nn.TransformerDecoderLayer) -> DecoderLayer:
-        """A copy of ``torch.nn.TransformerDecoderLayer`` (ReLU activation, batch_first)."""
+        """A copy of ``nn.TransformerDecoderLayer`` (ReLU, batch_first), same device and dtype."""
         new = _from_torch(cls, layer)
         new.cross_attn = MultiHeadAttention.from_torch(layer.multihead_attn)
-        new.norm3.load_state_dict(layer.norm3.state_dict())
-        return new.to(layer.linear1.weight.device)
+        new.sublayer3.norm.load_state_dict(layer.norm3.state_dict())
+        return new
 
 
-def _from_torch(cls: type, layer: nn.Module) -> nn.Module:
+_Layer = TypeVar("_Layer", EncoderLayer, DecoderLayer)
+
+
+def _from_torch(
+    cls: type[_Layer], layer: nn.TransformerEncoderLayer | nn.TransformerDecoderLayer
+) -> _Layer:
     """The parts encoder and decoder layers share: sizes, self-attention, FFN, norms 1 and 2."""
     if getattr(layer, "activation", None) is not F.relu:
         raise ValueError("only ReLU layers can be copied (labformer's FeedForward uses ReLU)")
     attn = layer.self_attn
     if not attn.batch_first:
         raise ValueError("copy a batch_first=True layer: labformer is batch first")
+    weight = layer.linear1.weight
     new = cls(
         attn.embed_dim,
         attn.num_heads,
@@ -153,10 +221,12 @@ def _from_torch(cls: type, layer: nn.Module) -> nn.Module:
         dropout=layer.dropout.p,
         norm_first=layer.norm_first,
         layer_norm_eps=layer.norm1.eps,
+        device=weight.device,
+        dtype=weight.dtype,
     )
     new.self_attn = MultiHeadAttention.from_torch(attn)
     new.ffn.linear1.load_state_dict(layer.linear1.state_dict())
     new.ffn.linear2.load_state_dict(layer.linear2.state_dict())
-    new.norm1.load_state_dict(layer.norm1.state_dict())
-    new.norm2.load_state_dict(layer.norm2.state_dict())
+    new.sublayer1.norm.load_state_dict(layer.norm1.state_dict())
+    new.sublayer2.norm.load_state_dict(layer.norm2.state_dict())
     return new

@@ -20,11 +20,11 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 __all__ = [
-    "label_smoothed_cross_entropy",
     "LabelSmoothingLoss",
-    "smoothed_targets",
     "entropy",
     "kl_divergence",
+    "label_smoothed_cross_entropy",
+    "smoothed_targets",
     "soft_cross_entropy",
 ]
 
@@ -89,12 +89,14 @@ def label_smoothed_cross_entropy(
         # The uniform part: epsilon/V on every class, i.e. epsilon * mean over classes of -log q.
         loss = loss - smoothing * log_q.mean(dim=-1)
     # where (not multiply) so that a non-finite value at a padded position cannot leak in.
-    loss = torch.where(keep, loss, torch.zeros_like(loss)).to(logits.dtype)
+    loss = torch.where(keep, loss, torch.zeros_like(loss))  # float32
     if reduction == "none":
-        return loss
-    if reduction == "sum":
-        return loss.sum()
-    return loss.sum() / keep.sum().clamp(min=1)
+        return loss.to(logits.dtype)
+    # Summed in float32, cast once at the end: a float16 sum of many tokens loses precision.
+    total = loss.sum()
+    if reduction == "mean":
+        total = total / keep.sum().clamp(min=1)
+    return total.to(logits.dtype)
 
 
 class LabelSmoothingLoss(nn.Module):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -40,7 +41,7 @@ class KVCache:
 
     def update(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """Store (static) or append (self-attention) new heads (B, h, T_new, d_k); return all."""
-        if self.k is None or self.static:
+        if self.k is None or self.v is None or self.static:
             self.k, self.v = k, v
         else:
             self.k = torch.cat([self.k, k], dim=-2)  # (B, h, T_old + T_new, d_k)
@@ -49,15 +50,32 @@ class KVCache:
 
     def reorder(self, index: Tensor) -> None:
         """Keep batch rows ``index`` (B_new,), e.g. the surviving hypotheses of a beam search."""
-        if self.k is not None:
+        if self.k is not None and self.v is not None:
             self.k = self.k.index_select(0, index)
             self.v = self.v.index_select(0, index)
 
 
 class MultiHeadAttention(nn.Module):
-    """Multi-head attention: h parallel scaled dot-product attentions on learned projections."""
+    """Multi-head attention: h parallel scaled dot-product attentions on learned projections.
 
-    def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0, bias: bool = True):
+    Args:
+        d_model: width of the inputs and of the output.
+        num_heads: h; each head attends in d_k = d_model / h dimensions.
+        dropout: probability of dropping an attention weight, in training mode only.
+        bias: whether the four projections have biases.
+        device, dtype: where and in which precision to create the parameters (as in torch.nn).
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        bias: bool = True,
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
         super().__init__()
         if d_model <= 0 or num_heads <= 0 or d_model % num_heads != 0:
             raise ValueError(
@@ -66,11 +84,13 @@ class MultiHeadAttention(nn.Module):
         self.d_model = d_model
         self.num_heads = num_heads
         self.d_k = d_model // num_heads
-        self.dropout = dropout
-        self.q_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.k_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.v_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
+        # A module, not a float, so that .eval() switches it off like every other dropout.
+        self.dropout = nn.Dropout(dropout)
+        factory: dict[str, Any] = {"device": device, "dtype": dtype}
+        self.q_proj = nn.Linear(d_model, d_model, bias=bias, **factory)
+        self.k_proj = nn.Linear(d_model, d_model, bias=bias, **factory)
+        self.v_proj = nn.Linear(d_model, d_model, bias=bias, **factory)
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias, **factory)
         # Set by record_attention(): where to put this module's weights, and under which name.
         self._recorder: tuple[dict[str, Tensor], str] | None = None
 
@@ -83,21 +103,22 @@ class MultiHeadAttention(nn.Module):
         query: Tensor,
         key: Tensor,
         value: Tensor,
-        mask: Tensor | None = None,
         *,
+        mask: Tensor | None = None,
         need_weights: bool = True,
         cache: KVCache | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """query (B, T_q, D), key/value (B, T_k, D) -> out (B, T_q, D), weights (B, h, T_q, T_k).
 
-        mask: bool, True = may attend, broadcastable to (B, h, T_q, T_k).
+        mask: bool, True = may attend, broadcastable to (B, h, T_q, T_k). Keyword-only because
+        ``nn.MultiheadAttention``'s fourth argument, key_padding_mask, means the opposite.
         need_weights=False takes PyTorch's fused kernel and returns None for the weights.
         cache: with a filled static cache, key and value are not projected again.
         """
         self._check(query, key, value)
         B, T_q, _ = query.shape
         q = self._split(self.q_proj(query))  # (B, h, T_q, d_k)
-        if cache is not None and cache.static and cache.filled:
+        if cache is not None and cache.static and cache.k is not None and cache.v is not None:
             k, v = cache.k, cache.v  # (B, h, T_k, d_k), projected once from the memory
         else:
             k, v = self._split(self.k_proj(key)), self._split(self.v_proj(value))
@@ -105,16 +126,15 @@ class MultiHeadAttention(nn.Module):
                 k, v = cache.update(k, v)  # (B, h, T_past + T_k, d_k)
         if mask is not None:
             check_mask(mask, (B, self.num_heads, T_q, k.shape[-2]))
-        p = self.dropout if self.training else 0.0
-        record = self._recorder is not None
-        if need_weights or record:
+        p = self.dropout.p if self.dropout.training else 0.0
+        weights: Tensor | None = None
+        if need_weights or self._recorder is not None:
             out, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=p)
-            if record:
+            if self._recorder is not None:
                 maps, name = self._recorder
                 maps[name] = weights.detach()
         else:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
-            weights = None
         out = out.transpose(1, 2).reshape(B, T_q, self.d_model)  # (B, T_q, h * d_k)
         return self.out_proj(out), (weights if need_weights else None)
 
@@ -129,21 +149,21 @@ class MultiHeadAttention(nn.Module):
 
     @classmethod
     def from_torch(cls, m: nn.MultiheadAttention) -> MultiHeadAttention:
-        """A copy of ``torch.nn.MultiheadAttention`` (packed in-projection, no bias_k/add_zero_attn)."""
+        """A copy of ``torch.nn.MultiheadAttention`` on the same device and in the same dtype
+        (packed in-projection, no bias_k / add_zero_attn)."""
         if not m._qkv_same_embed_dim or m.bias_k is not None or m.add_zero_attn:
             raise ValueError("only nn.MultiheadAttention with kdim = vdim = embed_dim is supported")
-        bias = m.in_proj_bias is not None
-        new = cls(m.embed_dim, m.num_heads, dropout=m.dropout, bias=bias)
+        w_in, b_in = m.in_proj_weight, m.in_proj_bias
+        new = cls(m.embed_dim, m.num_heads, dropout=m.dropout, bias=b_in is not None,
+                  device=w_in.device, dtype=w_in.dtype)
         with torch.no_grad():
             for i, proj in enumerate((new.q_proj, new.k_proj, new.v_proj)):
                 rows = slice(i * m.embed_dim, (i + 1) * m.embed_dim)
-                proj.weight.copy_(m.in_proj_weight[rows])
-                if bias:
-                    proj.bias.copy_(m.in_proj_bias[rows])
-            new.out_proj.weight.copy_(m.out_proj.weight)
-            if bias:
-                new.out_proj.bias.copy_(m.out_proj.bias)
-        return new.to(m.in_proj_weight.device, m.in_proj_weight.dtype)
+                proj.weight.copy_(w_in[rows])
+                if b_in is not None:
+                    proj.bias.copy_(b_in[rows])
+            new.out_proj.load_state_dict(m.out_proj.state_dict())
+        return new
 
 
 @contextmanager

@@ -51,7 +51,9 @@ def setup_notebook(seed: int = 0, precision: int = 4, threads: int | None = 1) -
     np.random.seed(seed)
     torch.manual_seed(seed)
     torch.set_printoptions(precision=precision, sci_mode=False)
-    np.set_printoptions(precision=precision, suppress=True)
+    # legacy="1.25": NumPy scalars print as 0.5, not np.float64(0.5), in outputs and in the
+    # numbers a chapter glues into its prose (myst-nb parses the printed value).
+    np.set_printoptions(precision=precision, suppress=True, legacy="1.25")
     # Imported here so that models never depend on a plotting library.
     import matplotlib
     import seaborn as sns

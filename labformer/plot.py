@@ -16,7 +16,14 @@ import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-__all__ = ["attention_heatmap", "attention_heads", "training_curves"]
+__all__ = ["attention_heads", "attention_heatmap", "training_curves"]
+
+
+def _figure(ax: Axes) -> Figure:
+    fig = ax.get_figure(root=True)
+    if fig is None:
+        raise ValueError("the axes belong to no figure")
+    return fig
 
 
 def _as_matrix(weights: torch.Tensor | np.ndarray, name: str = "weights") -> np.ndarray:
@@ -56,7 +63,7 @@ def attention_heatmap(
     ax.tick_params(axis="y", labelrotation=0)
     if title:
         ax.set_title(title)
-    return ax.figure
+    return _figure(ax)
 
 
 def attention_heads(
@@ -115,4 +122,4 @@ def training_curves(
     if logy:
         ax.set_yscale("log")
     ax.legend()
-    return ax.figure
+    return _figure(ax)

@@ -1,4 +1,4 @@
-"""Positional encodings: attention alone cannot tell word order, so positions are added to the input.
+"""Positional encodings: attention alone cannot tell word order, so positions are added to it.
 
 PE[pos, 2i] = sin(pos / 10000^(2i / d_model)), PE[pos, 2i + 1] = cos(pos / 10000^(2i / d_model))
 (Vaswani et al. 2017, Section 3.5), or a learned table of the same shape.
@@ -7,6 +7,7 @@ PE[pos, 2i] = sin(pos / 10000^(2i / d_model)), PE[pos, 2i + 1] = cos(pos / 10000
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -14,19 +15,29 @@ from torch import Tensor, nn
 __all__ = ["sinusoidal_positions", "PositionalEncoding", "LearnedPositionalEncoding"]
 
 
-def sinusoidal_positions(max_len: int, d_model: int) -> Tensor:
-    """The (max_len, d_model) sinusoidal table: even columns sine, odd columns cosine."""
+def sinusoidal_positions(
+    max_len: int,
+    d_model: int,
+    *,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype | None = None,
+) -> Tensor:
+    """The (max_len, d_model) sinusoidal table: even columns sine, odd columns cosine.
+
+    Computed in float64 and then cast to ``dtype`` (default: torch's default dtype, float32).
+    """
     if max_len <= 0 or d_model <= 0 or d_model % 2 != 0:
         raise ValueError(
             f"need max_len > 0 and an even d_model > 0, got max_len={max_len}, d_model={d_model}"
         )
-    pos = torch.arange(max_len, dtype=torch.float64)[:, None]  # (max_len, 1)
-    # Frequencies 1 / 10000^(2i/d), computed in float64 so the table is exact to float32.
-    freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float64) * (-math.log(10000.0) / d_model))
-    table = torch.empty(max_len, d_model, dtype=torch.float64)
+    f64: dict[str, Any] = {"device": device, "dtype": torch.float64}
+    pos = torch.arange(max_len, **f64)[:, None]  # (max_len, 1)
+    # Frequencies 1 / 10000^(2i/d), in float64 so that the table is exact in the final dtype.
+    freq = torch.exp(torch.arange(0, d_model, 2, **f64) * (-math.log(10000.0) / d_model))
+    table = torch.empty(max_len, d_model, **f64)
     table[:, 0::2] = torch.sin(pos * freq)  # (max_len, d_model / 2)
     table[:, 1::2] = torch.cos(pos * freq)
-    return table.float()
+    return table.to(dtype or torch.get_default_dtype())
 
 
 class _Positions(nn.Module):
@@ -34,6 +45,7 @@ class _Positions(nn.Module):
 
     max_len: int
     d_model: int
+    dropout: nn.Dropout
 
     def table(self) -> Tensor:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -54,11 +66,22 @@ class _Positions(nn.Module):
 class PositionalEncoding(_Positions):
     """Adds the fixed sinusoidal table (a buffer: saved with the model, never trained)."""
 
-    def __init__(self, d_model: int, max_len: int = 512, dropout: float = 0.0) -> None:
+    pe: Tensor
+
+    def __init__(
+        self,
+        d_model: int,
+        max_len: int = 512,
+        dropout: float = 0.0,
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
         super().__init__()
         self.d_model, self.max_len = d_model, max_len
         self.dropout = nn.Dropout(dropout)
-        self.register_buffer("pe", sinusoidal_positions(max_len, d_model), persistent=False)
+        table = sinusoidal_positions(max_len, d_model, device=device, dtype=dtype)
+        self.register_buffer("pe", table, persistent=False)
 
     def table(self) -> Tensor:
         return self.pe
@@ -67,13 +90,21 @@ class PositionalEncoding(_Positions):
 class LearnedPositionalEncoding(_Positions):
     """Adds a trained (max_len, d_model) table, one vector per position (as in BERT and GPT)."""
 
-    def __init__(self, d_model: int, max_len: int = 512, dropout: float = 0.0) -> None:
+    def __init__(
+        self,
+        d_model: int,
+        max_len: int = 512,
+        dropout: float = 0.0,
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
         super().__init__()
         if max_len <= 0 or d_model <= 0:
             raise ValueError(f"need positive max_len and d_model, got {max_len}, {d_model}")
         self.d_model, self.max_len = d_model, max_len
         self.dropout = nn.Dropout(dropout)
-        self.embedding = nn.Embedding(max_len, d_model)
+        self.embedding = nn.Embedding(max_len, d_model, device=device, dtype=dtype)
         nn.init.normal_(self.embedding.weight, std=0.02)
 
     def table(self) -> Tensor:

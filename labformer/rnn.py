@@ -23,6 +23,8 @@ Design choices (all variants share them):
   ``s_{t-1}``; the context ``c_t`` enters the GRU with the embedded previous token, and the
   output layer reads ``[s_t; c_t]``. (Luong et al. attend *after* the GRU step; only their dot
   score is used here.)
+* Special ids (``pad_id``, ``bos_id``, ``eos_id``, ``unk_id``) are given once, to the
+  constructor, with the same defaults and checks as :class:`~labformer.TransformerConfig`.
 * Sources are right-padded with ``pad_id``. Padding is excluded from the encoder (packed
   sequences) and from attention: a masked softmax renormalises over the real tokens. For
   ``"source"`` the scores are cut to the first ``S`` of the ``max_len`` slots before that
@@ -38,7 +40,8 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from .attention import AdditiveAttention, DotAttention, masked_softmax
+from .attention import AdditiveAttention, DotAttention, Scorer, attend
+from .masks import check_special_ids
 
 __all__ = ["ATTENTION_KINDS", "EncoderOutput", "Seq2SeqRNN"]
 
@@ -49,7 +52,7 @@ class EncoderOutput(NamedTuple):
     """What the decoder needs from the encoder, computed once per source batch."""
 
     memory: Tensor  # (B, S, H) every encoder state, projected to the decoder's size
-    keys: Tensor  # (B, S, H) memory as the scorer sees it (pre-projected for "additive")
+    keys: Tensor  # memory as the scorer reads it, scorer.prepare_keys(memory), computed once
     src_mask: Tensor  # (B, S) bool, True = real token
     summary: Tensor  # (B, H) the fixed vector: final states of both directions -> s_0
 
@@ -69,15 +72,16 @@ class _SourceArticleAttention(nn.Module):
         S = memory.shape[1]
         # The memory is only *averaged*, never scored: slot j's score does not know what is at j.
         scores = self.proj(torch.cat([emb, hidden], dim=-1))[:, :S]  # (B, S)
-        weights = masked_softmax(scores, mask)  # (B, S), renormalised over real tokens
-        context = torch.bmm(weights.unsqueeze(1), memory).squeeze(1)  # (B, H)
-        return context, weights
+        # Renormalised over the real tokens; one query per row: (B, 1, S) -> (B, 1, H).
+        context, weights = attend(scores.unsqueeze(1), memory, mask.unsqueeze(1))
+        return context.squeeze(1), weights.squeeze(1)  # (B, H), (B, S)
 
 
 class Seq2SeqRNN(nn.Module):
     """GRU encoder-decoder with pluggable attention: "none", "source", "additive" or "dot".
 
     forward(src (B, S), tgt_in (B, T)) -> logits (B, T, V), weights (B, T, S) or None.
+    The special ids default to labformer.data.Vocab's (PAD, BOS, EOS, UNK = 0, 1, 2, 3).
     """
 
     def __init__(
@@ -89,14 +93,21 @@ class Seq2SeqRNN(nn.Module):
         attention: str = "additive",
         max_len: int = 32,
         pad_id: int = 0,
+        bos_id: int = 1,
+        eos_id: int = 2,
+        unk_id: int = 3,
     ) -> None:
         super().__init__()
         if attention not in ATTENTION_KINDS:
             raise ValueError(f"attention must be one of {ATTENTION_KINDS}, got {attention!r}")
+        check_special_ids(
+            {"pad_id": pad_id, "bos_id": bos_id, "eos_id": eos_id, "unk_id": unk_id},
+            {"src_vocab_size": src_vocab_size, "tgt_vocab_size": tgt_vocab_size},
+        )
         self.attention_kind = attention
         self.hidden_dim = hidden_dim
         self.max_len = max_len
-        self.pad_id = pad_id
+        self.pad_id, self.bos_id, self.eos_id, self.unk_id = pad_id, bos_id, eos_id, unk_id
         self.tgt_vocab_size = tgt_vocab_size
 
         self.src_embed = nn.Embedding(src_vocab_size, emb_dim, padding_idx=pad_id)
@@ -108,8 +119,9 @@ class Seq2SeqRNN(nn.Module):
         self.decoder = nn.GRUCell(emb_dim + hidden_dim, hidden_dim)  # input [y_{t-1}; c_t]
         self.out = nn.Linear(2 * hidden_dim, tgt_vocab_size)  # reads [s_t; c_t]
 
+        self.attn: _SourceArticleAttention | Scorer | None
         if attention == "source":
-            self.attn: nn.Module | None = _SourceArticleAttention(emb_dim, hidden_dim, max_len)
+            self.attn = _SourceArticleAttention(emb_dim, hidden_dim, max_len)
         elif attention == "additive":
             self.attn = AdditiveAttention(hidden_dim, hidden_dim, hidden_dim)
         elif attention == "dot":
@@ -148,8 +160,8 @@ class Seq2SeqRNN(nn.Module):
         outputs, _ = pad_packed_sequence(outputs, batch_first=True, total_length=S)  # (B, S, 2H)
         memory = self.memory_proj(outputs)  # (B, S, H)
         summary = torch.tanh(self.bridge(torch.cat([final[0], final[1]], dim=-1)))  # (B, H)
-        # Bahdanau's U h_j does not depend on the decoder step: project the keys once.
-        keys = self.attn.w_key(memory) if isinstance(self.attn, AdditiveAttention) else memory
+        # The keys' part of the score (Bahdanau's U h_j) does not depend on the step: once here.
+        keys = self.attn.prepare_keys(memory) if isinstance(self.attn, Scorer) else memory
         return EncoderOutput(memory, keys, src_mask, summary)
 
     # ---------------------------------------------------------------- decoder
@@ -162,13 +174,9 @@ class Seq2SeqRNN(nn.Module):
             raise ValueError("attention='none' has no attention step: the decoder reads only s_0")
         if isinstance(self.attn, _SourceArticleAttention):
             return self.attn(self.tgt_embed(prev_tokens), hidden, enc.memory, enc.src_mask)
-        if isinstance(self.attn, AdditiveAttention):
-            # AdditiveAttention.score with the key projection hoisted out of the loop.
-            query = self.attn.w_query(hidden).unsqueeze(1)  # (B, 1, H)
-            scores = self.attn.v(torch.tanh(query + enc.keys)).squeeze(-1)  # (B, S)
-            weights = masked_softmax(scores, enc.src_mask)  # (B, S)
-            return torch.bmm(weights.unsqueeze(1), enc.memory).squeeze(1), weights  # (B, H)
-        return self.attn(hidden, enc.memory, enc.memory, enc.src_mask)  # dot: (B, H), (B, S)
+        # Query s_{t-1}; keys and values are the memory: (B, H), (B, S).
+        return self.attn(hidden, enc.memory, enc.memory, mask=enc.src_mask,
+                         prepared_keys=enc.keys)
 
     def step(
         self, prev_tokens: Tensor, hidden: Tensor, enc: EncoderOutput
@@ -195,23 +203,35 @@ class Seq2SeqRNN(nn.Module):
                              "must have the same batch size")
         enc = self.encode(src)
         hidden = enc.summary
-        logits, weights = [], []
+        logits: list[Tensor] = []
+        weights: list[Tensor] = []
         # A loop even in training: an RNN's step t needs s_{t-1}, so steps cannot run at once.
         for t in range(tgt_in.shape[1]):
             step_logits, hidden, w = self.step(tgt_in[:, t], hidden, enc)
             logits.append(step_logits)
-            weights.append(w)
-        all_weights = None if self.attn is None else torch.stack(weights, dim=1)  # (B, T, S)
+            if w is not None:
+                weights.append(w)
+        all_weights = torch.stack(weights, dim=1) if weights else None  # (B, T, S)
         return torch.stack(logits, dim=1), all_weights  # (B, T, V)
 
     @torch.no_grad()
     def greedy_decode(
-        self, src: Tensor, bos_id: int, eos_id: int, max_len: int
+        self,
+        src: Tensor,
+        bos_id: int | None = None,
+        eos_id: int | None = None,
+        *,
+        max_len: int,
     ) -> tuple[Tensor, Tensor | None]:
         """Pick the arg-max token step by step: src (B, S) -> tokens (B, L <= max_len)
-        (no BOS; EOS kept; pad_id after it), weights (B, L, S) or None (zeros after EOS)."""
+        (no BOS; EOS kept; pad_id after it), weights (B, L, S) or None (zeros after EOS).
+
+        bos_id and eos_id default to the model's own; pass them only to override.
+        """
         if not isinstance(max_len, int) or max_len < 1:
             raise ValueError(f"max_len must be a positive int, got {max_len!r}")
+        bos_id = self.bos_id if bos_id is None else bos_id
+        eos_id = self.eos_id if eos_id is None else eos_id
         enc = self.encode(src)
         hidden = enc.summary
         B = src.shape[0]

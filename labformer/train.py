@@ -1,10 +1,13 @@
 """Training loop: AdamW, warm-up then inverse square root, label smoothing, gradient clipping.
 
-The loop knows nothing about the model beyond ``model(src, tgt_in) -> logits``, and nothing about
-the data beyond a list of :class:`labformer.data.Batch`-like objects (``src``, ``tgt_in``,
-``tgt_out``). Checkpoints are written atomically and hold everything needed to resume: a resumed
-run continues exactly as an uninterrupted one would (same seed, same numbers). Under ``torchrun``
-the same loop runs data-parallel (DistributedDataParallel; gloo on CPU, NCCL on GPU).
+The loop knows nothing about the model beyond ``model(src, tgt_in) -> logits`` and its padding
+id ``model.config.pad_id`` (left out of the loss), and nothing about the data beyond a list of
+:class:`labformer.data.Batch`-like objects (``src``, ``tgt_in``, ``tgt_out``). Weight decay
+applies to weight matrices only; biases, norms and embeddings are not decayed (as nanoGPT's
+``configure_optimizers``). Checkpoints are written atomically and hold everything needed to
+resume, the random state of every process included: a resumed run continues exactly as an
+uninterrupted one would (same seed, same numbers). Under ``torchrun`` the same loop runs
+data-parallel (DistributedDataParallel; gloo on CPU, NCCL on GPU).
 """
 
 from __future__ import annotations
@@ -15,25 +18,27 @@ import os
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.distributed as dist
 from torch import nn
-from tqdm import tqdm  # the plain bar: tqdm.auto warns in Jupyter without ipywidgets
 
 from .loss import label_smoothed_cross_entropy
 
 __all__ = [
-    "TrainConfig",
     "History",
-    "lr_factor",
-    "pick_device",
-    "setup_distributed",
-    "save_checkpoint",
+    "TrainConfig",
     "load_checkpoint",
+    "lr_factor",
+    "optimizer_groups",
+    "pick_device",
+    "save_checkpoint",
+    "setup_distributed",
     "train",
 ]
 
@@ -51,14 +56,15 @@ class TrainConfig:
     weight_decay: float = 0.01  # AdamW's decoupled weight decay
     label_smoothing: float = 0.1  # epsilon_ls; the paper uses 0.1
     clip_norm: float = 1.0  # max global gradient norm; 0 disables clipping
-    seed: int = 0  # seeds initial dropout and the batch order of every epoch
-    pad_id: int = 0  # target padding, left out of the loss
+    seed: int = 0  # seeds dropout and the batch order of every epoch
 
     def __post_init__(self) -> None:
         if self.epochs < 1 or self.warmup_steps < 1 or self.lr <= 0:
             raise ValueError(f"epochs, warmup_steps and lr must be positive: {self}")
         if not 0.0 <= self.label_smoothing < 1.0:
             raise ValueError(f"label_smoothing must be in [0, 1), got {self.label_smoothing}")
+        if self.weight_decay < 0 or self.clip_norm < 0:
+            raise ValueError(f"weight_decay and clip_norm must be >= 0: {self}")
 
 
 @dataclass
@@ -67,6 +73,7 @@ class History:
 
     step_loss: list[float] = field(default_factory=list)  # mean loss of each optimiser step
     step_lr: list[float] = field(default_factory=list)  # learning rate used at each step
+    step_grad_norm: list[float] = field(default_factory=list)  # global norm before clipping
     epoch_loss: list[float] = field(default_factory=list)  # mean training loss of each epoch
     valid_score: list[float] = field(default_factory=list)  # valid_fn's score after each epoch
     epoch_seconds: list[float] = field(default_factory=list)  # wall time of each epoch
@@ -95,14 +102,79 @@ def pick_device(name: str = "auto") -> torch.device:
     return device
 
 
-def setup_distributed() -> tuple[int, int]:
-    """Join the process group when launched by torchrun; returns (rank, world_size)."""
+def setup_distributed(backend: str | None = None) -> tuple[int, int]:
+    """Join the process group when launched by torchrun; returns (rank, world_size).
+
+    backend: "gloo" or "nccl"; None picks NCCL when CUDA is available. With NCCL, each process
+    first selects its own GPU (``LOCAL_RANK``): NCCL runs collectives on the current device.
+    """
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world > 1 and not dist.is_initialized():
-        dist.init_process_group(backend="nccl" if torch.cuda.is_available() else "gloo")
+        backend = backend or ("nccl" if torch.cuda.is_available() else "gloo")
+        if backend == "nccl":
+            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+        dist.init_process_group(backend=backend)
     if dist.is_initialized():
         return dist.get_rank(), dist.get_world_size()
     return 0, 1
+
+
+_NORMS = (nn.LayerNorm, nn.RMSNorm, nn.GroupNorm, nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
+
+
+def optimizer_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
+    """Two AdamW parameter groups: weight matrices decay; biases, norms, embeddings do not.
+
+    Decay pulls weights towards 0. For an embedding row or a norm's gain that is a bias, not a
+    regulariser (nanoGPT's ``configure_optimizers`` splits the same way). A tied weight (an
+    embedding shared with the output layer) is an embedding, so it does not decay.
+    """
+    no_decay: set[int] = set()
+    for module in model.modules():
+        for p in module.parameters(recurse=False):
+            if isinstance(module, (nn.Embedding, *_NORMS)) or p.dim() < 2:
+                no_decay.add(id(p))
+    params = [p for p in model.parameters() if p.requires_grad]  # each shared tensor once
+    return [
+        {"params": [p for p in params if id(p) not in no_decay], "weight_decay": weight_decay},
+        {"params": [p for p in params if id(p) in no_decay], "weight_decay": 0.0},
+    ]
+
+
+def _pad_id(model: nn.Module) -> int:
+    pad_id = getattr(getattr(model, "config", None), "pad_id", None)
+    if not isinstance(pad_id, int):
+        raise TypeError(f"train() reads the padding id from model.config.pad_id; "
+                        f"{type(model).__name__} has none")
+    return pad_id
+
+
+def _rng_state(device: torch.device) -> dict[str, torch.Tensor]:
+    """This process's random state: the CPU generator, and the GPU's when training on one."""
+    state = {"cpu": torch.get_rng_state()}
+    if device.type == "cuda":
+        state["cuda"] = torch.cuda.get_rng_state(device)
+    elif device.type == "mps":
+        state["mps"] = torch.mps.get_rng_state()
+    return state
+
+
+def _set_rng_state(state: dict[str, torch.Tensor], device: torch.device) -> None:
+    # set_rng_state wants a CPU ByteTensor, whichever device the states were saved from.
+    torch.set_rng_state(state["cpu"].cpu())
+    if device.type == "cuda" and "cuda" in state:
+        torch.cuda.set_rng_state(state["cuda"].cpu(), device)
+    elif device.type == "mps" and "mps" in state:
+        torch.mps.set_rng_state(state["mps"].cpu())
+
+
+def _gather(obj: Any, rank: int, world: int) -> list[Any] | None:
+    """Every rank's ``obj`` as a list on rank 0 (None elsewhere); [obj] in a single process."""
+    if world == 1:
+        return [obj]
+    out: list[Any] | None = [None] * world if rank == 0 else None
+    dist.gather_object(obj, out, dst=0)
+    return out
 
 
 def save_checkpoint(path: str | os.PathLike, state: dict) -> None:
@@ -155,34 +227,50 @@ def train(
     """Train ``model`` on ``batches`` (objects with src, tgt_in, tgt_out) for config.epochs.
 
     valid_fn(model) -> score is called after every epoch (e.g. validation BLEU).
-    checkpoint: written after every epoch (rank 0 only); with resume=True and an existing file,
-    training continues from the epoch after the saved one. extra_state (e.g. vocabularies) is
-    stored alongside. progress: a tqdm bar; None shows it only when stderr is a terminal.
+    checkpoint: written after every epoch (by rank 0, with every rank's random state); with
+    resume=True and an existing file, training continues from the epoch after the saved one.
+    extra_state (e.g. vocabularies) is stored alongside. progress: a tqdm bar; None shows it
+    only when stderr is a terminal.
     """
     if len(batches) == 0:
         raise ValueError("no training batches: the training set is empty")
-    rank, world = setup_distributed()
+    from tqdm import tqdm  # the plain bar: tqdm.auto warns in Jupyter without ipywidgets
+
+    pad_id = _pad_id(model)
     device = pick_device(device) if isinstance(device, str) else device
+    rank, world = setup_distributed("nccl" if device.type == "cuda" else "gloo")
     if world > 1 and device.type == "cuda":
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", rank)))
+        torch.cuda.set_device(device)  # before any NCCL collective
     # Dropout differs between ranks; the batch order does not depend on the RNG at all.
     torch.manual_seed(config.seed + rank)
     model.to(device)
     optimizer = torch.optim.AdamW(
-        model.parameters(), lr=config.lr, betas=config.betas, weight_decay=config.weight_decay
+        optimizer_groups(model, config.weight_decay), lr=config.lr, betas=config.betas
     )
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda i: lr_factor(i + 1, config.warmup_steps)
     )
     history, start_epoch = History(), 0
     if resume and checkpoint is not None and Path(checkpoint).is_file():
-        state = load_checkpoint(checkpoint, map_location=device)
+        # On the CPU: the RNG states must be CPU tensors; weights and Adam's moments are copied
+        # to the parameters' device by load_state_dict.
+        state = load_checkpoint(checkpoint, map_location="cpu")
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
-        history = History(**state["history"])
         start_epoch = state["epoch"] + 1
-        torch.set_rng_state(state["rng"])
+        saved = state.get("per_rank") or [  # an older file: one CPU state, rank 0's
+            {"rng": {"cpu": state["rng"]}, "history": state["history"]}]
+        if len(saved) != world:
+            warnings.warn(f"{checkpoint} was written by {len(saved)} process(es), resumed "
+                          f"by {world}: training continues, but not exactly as one run would",
+                          stacklevel=2)
+        if rank < len(saved):
+            history = History(**saved[rank]["history"])
+            _set_rng_state(saved[rank]["rng"], device)
+        else:
+            history = History(**state["history"])
     net = model
     if world > 1:
         net = nn.parallel.DistributedDataParallel(
@@ -190,12 +278,12 @@ def train(
         )
     tty = sys.stderr.isatty()
     show = (tty if progress is None else progress) and rank == 0
-    per_rank = len(batches) // world  # equal step counts keep the ranks in lockstep
-    if per_rank == 0:
+    steps = len(batches) // world  # equal step counts keep the ranks in lockstep
+    if steps == 0:
         raise ValueError(f"{len(batches)} batches cannot be shared among {world} processes")
     for epoch in range(start_epoch, config.epochs):
         net.train()
-        order = _epoch_order(len(batches), config.seed, epoch)[rank::world][:per_rank]
+        order = _epoch_order(len(batches), config.seed, epoch)[rank::world][:steps]
         # Off a terminal (a notebook, a log file) every redraw is kept: redraw rarely there.
         bar = tqdm(order, desc=f"epoch {epoch + 1}/{config.epochs}", disable=not show,
                    leave=False, unit="batch", mininterval=0.1 if tty else 15.0, ncols=80)
@@ -205,12 +293,13 @@ def train(
             src, tgt_in, tgt_out = b.src.to(device), b.tgt_in.to(device), b.tgt_out.to(device)
             logits = net(src, tgt_in)  # (B, T, V)
             loss = label_smoothed_cross_entropy(
-                logits, tgt_out, smoothing=config.label_smoothing, ignore_index=config.pad_id
+                logits, tgt_out, smoothing=config.label_smoothing, ignore_index=pad_id
             )
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            if config.clip_norm > 0:
-                nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
+            # With max_norm = inf the gradients are only measured (scaled by exactly 1).
+            norm = nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm or math.inf)
+            history.step_grad_norm.append(float(norm))
             history.step_lr.append(optimizer.param_groups[0]["lr"])
             optimizer.step()
             scheduler.step()
@@ -219,7 +308,7 @@ def train(
             total += value
             bar.set_postfix(loss=f"{value:.3f}", refresh=False)
         bar.close()
-        history.epoch_loss.append(total / per_rank)
+        history.epoch_loss.append(total / steps)
         if valid_fn is not None and rank == 0:
             model.eval()
             with torch.no_grad():
@@ -229,15 +318,20 @@ def train(
             score = f", valid {history.valid_score[-1]:.2f}" if history.valid_score else ""
             tqdm.write(f"epoch {epoch + 1}: loss {history.epoch_loss[-1]:.3f}{score}",
                        file=sys.stderr)
+        if checkpoint is not None:
+            # Each rank draws its own dropout masks: every rank's RNG goes into the one file.
+            per_rank = _gather({"rng": _rng_state(device),
+                                "history": dataclasses.asdict(history)}, rank, world)
         if checkpoint is not None and rank == 0:
             save_checkpoint(checkpoint, {
                 "model": model.state_dict(),
                 "optimizer": optimizer.state_dict(),
                 "scheduler": scheduler.state_dict(),
                 "epoch": epoch,
-                "rng": torch.get_rng_state(),
+                "per_rank": per_rank,  # [rank] -> {"rng": {"cpu", "cuda"?}, "history"}
                 "history": dataclasses.asdict(history),
                 "train_config": dataclasses.asdict(config),
+                "world_size": world,
                 **(extra_state or {}),
             })
         if world > 1:

@@ -9,12 +9,13 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import torch
 from torch import Tensor, nn
 
 from .layers import DecoderLayer, EncoderLayer
-from .masks import causal_mask, padding_mask
+from .masks import causal_mask, check_mask, check_special_ids, padding_mask
 from .multihead import KVCache
 from .positional import LearnedPositionalEncoding, PositionalEncoding
 
@@ -36,11 +37,16 @@ class TransformerConfig:
     max_len: int = 256  # longest sequence the positional table covers
     norm_first: bool = False  # False: Post-LN (the paper); True: Pre-LN (Xiong et al. 2020)
     tie_embeddings: bool = False  # share the target embedding with the output projection
-    pad_id: int = 0  # padding token id, the same on both sides
+    # Special token ids, the same on both sides (labformer.data.Vocab's PAD, BOS, EOS, UNK).
+    # Training, decoding and the model read them from here, never from defaults of their own.
+    pad_id: int = 0  # padding: masked out of attention and of the loss
+    bos_id: int = 1  # begin of sentence: the first decoder input
+    eos_id: int = 2  # end of sentence: decoding stops after it
+    unk_id: int = 3  # unknown word
     positional: str = "sinusoidal"  # "sinusoidal" (fixed table) or "learned"
 
-    # Not annotated, so not a dataclass field: a class constant shared by demos and tests.
-    PRESETS = {
+    # A ClassVar, so not a dataclass field: named configurations shared by demos and tests.
+    PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
         "base": dict(d_model=512, num_heads=8, num_encoder_layers=6, num_decoder_layers=6,
                      d_ff=2048, dropout=0.1),
         "small": dict(d_model=256, num_heads=4, num_encoder_layers=3, num_decoder_layers=3,
@@ -61,35 +67,63 @@ class TransformerConfig:
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
         if self.positional not in ("sinusoidal", "learned"):
-            raise ValueError(f"positional must be 'sinusoidal' or 'learned', got {self.positional!r}")
+            raise ValueError(
+                f"positional must be 'sinusoidal' or 'learned', got {self.positional!r}"
+            )
+        check_special_ids(
+            {name: getattr(self, name) for name in ("pad_id", "bos_id", "eos_id", "unk_id")},
+            {"src_vocab_size": self.src_vocab_size, "tgt_vocab_size": self.tgt_vocab_size},
+        )
 
     @classmethod
-    def preset(cls, name: str, **overrides) -> TransformerConfig:
+    def preset(cls, name: str, **overrides: Any) -> TransformerConfig:
         """A named configuration ('base', 'small', 'tiny'), vocabulary sizes given as overrides."""
         if name not in cls.PRESETS:
             raise ValueError(f"unknown preset {name!r}; choose one of {sorted(cls.PRESETS)}")
         return cls(**{**cls.PRESETS[name], **overrides})
 
-    def replace(self, **changes) -> TransformerConfig:
+    def replace(self, **changes: Any) -> TransformerConfig:
         """A copy with some fields changed (the config itself is frozen)."""
         return dataclasses.replace(self, **changes)
 
 
-class Encoder(nn.Module):
-    """N encoder layers; a final LayerNorm in the Pre-LN form, where the residual stream is raw."""
+class _Stack(nn.Module):
+    """What the encoder and decoder share: N identical layers, then a final LayerNorm in the
+    Pre-LN form (where the residual stream is never normalised otherwise); none in Post-LN."""
 
-    def __init__(self, cfg: TransformerConfig) -> None:
+    def __init__(
+        self,
+        layer: type[EncoderLayer] | type[DecoderLayer],
+        num_layers: int,
+        cfg: TransformerConfig,
+        device: torch.device | str | None,
+        dtype: torch.dtype | None,
+    ) -> None:
         super().__init__()
+        factory: dict[str, Any] = {"device": device, "dtype": dtype}
         self.layers = nn.ModuleList(
-            EncoderLayer(cfg.d_model, cfg.num_heads, cfg.d_ff, cfg.dropout, cfg.norm_first)
-            for _ in range(cfg.num_encoder_layers)
+            layer(cfg.d_model, cfg.num_heads, cfg.d_ff, cfg.dropout, cfg.norm_first, **factory)
+            for _ in range(num_layers)
         )
-        self.norm = nn.LayerNorm(cfg.d_model) if cfg.norm_first else nn.Identity()
+        self.norm = nn.LayerNorm(cfg.d_model, **factory) if cfg.norm_first else nn.Identity()
 
-    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
-        """x (B, S, d_model), mask (B, 1, 1, S) -> memory (B, S, d_model)."""
+
+class Encoder(_Stack):
+    """N encoder layers (Figure 1, left), as ``nn.TransformerEncoder``."""
+
+    def __init__(
+        self,
+        cfg: TransformerConfig,
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__(EncoderLayer, cfg.num_encoder_layers, cfg, device, dtype)
+
+    def forward(self, x: Tensor, *, mask: Tensor | None = None) -> Tensor:
+        """x (B, S, d_model), mask (B, 1, 1, S), True = real token -> memory (B, S, d_model)."""
         for layer in self.layers:
-            x = layer(x, mask)
+            x = layer(x, mask=mask)
         return self.norm(x)
 
 
@@ -107,44 +141,66 @@ class DecoderCache:
             cross_cache.reorder(index)
 
 
-class Decoder(nn.Module):
-    """N decoder layers; a final LayerNorm in the Pre-LN form."""
+class Decoder(_Stack):
+    """N decoder layers (Figure 1, right, below the output layer), as ``nn.TransformerDecoder``."""
 
-    def __init__(self, cfg: TransformerConfig) -> None:
-        super().__init__()
-        self.layers = nn.ModuleList(
-            DecoderLayer(cfg.d_model, cfg.num_heads, cfg.d_ff, cfg.dropout, cfg.norm_first)
-            for _ in range(cfg.num_decoder_layers)
-        )
-        self.norm = nn.LayerNorm(cfg.d_model) if cfg.norm_first else nn.Identity()
+    def __init__(
+        self,
+        cfg: TransformerConfig,
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__(DecoderLayer, cfg.num_decoder_layers, cfg, device, dtype)
 
     def forward(
         self,
         x: Tensor,
         memory: Tensor,
+        *,
         tgt_mask: Tensor | None = None,
         memory_mask: Tensor | None = None,
         cache: DecoderCache | None = None,
     ) -> Tensor:
-        """x (B, T, d_model), memory (B, S, d_model) -> (B, T, d_model)."""
+        """x (B, T, d_model), memory (B, S, d_model) -> (B, T, d_model); masks True = may attend."""
         for i, layer in enumerate(self.layers):
-            x = layer(x, memory, tgt_mask, memory_mask, None if cache is None else cache.layers[i])
+            x = layer(x, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                      cache=None if cache is None else cache.layers[i])
         return self.norm(x)
 
 
 class Transformer(nn.Module):
-    """Encoder-decoder Transformer for sequence-to-sequence tasks (batch first, PAD masked)."""
+    """Encoder-decoder Transformer for sequence-to-sequence tasks (batch first, PAD masked).
 
-    def __init__(self, config: TransformerConfig) -> None:
+    Args:
+        config: every size and special id (:class:`TransformerConfig`).
+        device, dtype: where and in which precision to create the parameters (as in torch.nn).
+
+    Shape:
+        src (B, S) and tgt (B, T) token ids; logits (B, T, tgt_vocab_size).
+    """
+
+    def __init__(
+        self,
+        config: TransformerConfig,
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
         super().__init__()
         self.config = cfg = config
-        self.src_embed = nn.Embedding(cfg.src_vocab_size, cfg.d_model, padding_idx=cfg.pad_id)
-        self.tgt_embed = nn.Embedding(cfg.tgt_vocab_size, cfg.d_model, padding_idx=cfg.pad_id)
-        positions = PositionalEncoding if cfg.positional == "sinusoidal" else LearnedPositionalEncoding
-        self.positions = positions(cfg.d_model, cfg.max_len, cfg.dropout)
-        self.encoder = Encoder(cfg)
-        self.decoder = Decoder(cfg)
-        self.generator = nn.Linear(cfg.d_model, cfg.tgt_vocab_size)
+        factory: dict[str, Any] = {"device": device, "dtype": dtype}
+        self.src_embed = nn.Embedding(cfg.src_vocab_size, cfg.d_model, padding_idx=cfg.pad_id,
+                                      **factory)
+        self.tgt_embed = nn.Embedding(cfg.tgt_vocab_size, cfg.d_model, padding_idx=cfg.pad_id,
+                                      **factory)
+        positions: type[PositionalEncoding] | type[LearnedPositionalEncoding] = (
+            PositionalEncoding if cfg.positional == "sinusoidal" else LearnedPositionalEncoding
+        )
+        self.positions = positions(cfg.d_model, cfg.max_len, cfg.dropout, **factory)
+        self.encoder = Encoder(cfg, **factory)
+        self.decoder = Decoder(cfg, **factory)
+        self.generator = nn.Linear(cfg.d_model, cfg.tgt_vocab_size, **factory)
         self._reset_parameters()
         if cfg.tie_embeddings:
             self.generator.weight = self.tgt_embed.weight  # (V, d_model) shared
@@ -161,7 +217,7 @@ class Transformer(nn.Module):
                 emb.weight[self.config.pad_id].zero_()
 
     def src_mask(self, src: Tensor) -> Tensor:
-        """(B, 1, 1, S): True on the real source tokens."""
+        """(B, 1, 1, S): True on the real source tokens; the ``memory_mask`` of :meth:`decode`."""
         return padding_mask(src, self.config.pad_id)
 
     def tgt_mask(self, tgt: Tensor) -> Tensor:
@@ -169,6 +225,7 @@ class Transformer(nn.Module):
         return causal_mask(tgt.shape[1], tgt.device) & padding_mask(tgt, self.config.pad_id)
 
     def _embed(self, tokens: Tensor, table: nn.Embedding, offset: int = 0) -> Tensor:
+        """Token ids (B, T) -> table(tokens) * sqrt(d_model) + positions offset.., then dropout."""
         if tokens.dim() != 2 or tokens.is_floating_point():
             raise ValueError(f"expected integer token ids (B, T), got {tokens.dtype} "
                              f"{tuple(tokens.shape)}")
@@ -179,34 +236,41 @@ class Transformer(nn.Module):
         return self.positions(x, offset)
 
     def encode(self, src: Tensor) -> Tensor:
-        """src (B, S) token ids -> memory (B, S, d_model)."""
-        return self.encoder(self._embed(src, self.src_embed), self.src_mask(src))
+        """src (B, S) token ids -> memory (B, S, d_model). Decode it with ``self.src_mask(src)``."""
+        return self.encoder(self._embed(src, self.src_embed), mask=self.src_mask(src))
 
     def decode(
         self,
         tgt: Tensor,
         memory: Tensor,
-        memory_mask: Tensor | None = None,
+        memory_mask: Tensor,
         cache: DecoderCache | None = None,
     ) -> Tensor:
         """tgt (B, T), memory (B, S, d_model), memory_mask (B, 1, 1, S) -> logits (B, T, V).
 
-        Without a cache, ``tgt`` is the whole prefix (causal and padding masks are built here).
-        With a cache, ``tgt`` holds only the new tokens; earlier positions come from the cache,
-        and the new ones are numbered from ``cache.offset``.
+        ``memory_mask`` is required: it is ``self.src_mask(src)`` for the ``src`` that was
+        encoded (True = real token), so that no query attends to source padding. Without a
+        cache, ``tgt`` is the whole prefix (causal and padding masks are built here). With a
+        cache, ``tgt`` holds only the new tokens; earlier positions come from the cache, and
+        the new ones are numbered from ``cache.offset``.
         """
         if memory.dim() != 3 or memory.shape[0] != tgt.shape[0]:
             raise ValueError(f"memory must be (B, S, d_model) with B = {tgt.shape[0]}, "
                              f"got {tuple(memory.shape)}")
-        offset = 0 if cache is None else cache.offset
+        if memory_mask is None:
+            raise ValueError("decode needs the memory_mask of the encoded source, "
+                             "model.src_mask(src) (B, 1, 1, S); None would attend to padding")
+        B, S = memory.shape[:2]
         T = tgt.shape[1]
+        check_mask(memory_mask, (B, self.config.num_heads, T, S))
+        offset = 0 if cache is None else cache.offset
         x = self._embed(tgt, self.tgt_embed, offset)
         if cache is None:
             mask = self.tgt_mask(tgt)  # (B, 1, T, T)
         else:
             # New positions offset..offset+T-1 see every cached position and the causal part.
             mask = causal_mask(offset + T, tgt.device)[offset:]  # (T, offset + T)
-        x = self.decoder(x, memory, mask, memory_mask, cache)
+        x = self.decoder(x, memory, tgt_mask=mask, memory_mask=memory_mask, cache=cache)
         if cache is not None:
             cache.offset += T
         return self.generator(x)

@@ -11,6 +11,7 @@ import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
@@ -22,9 +23,9 @@ from .train import History, TrainConfig, load_checkpoint, pick_device, train
 from .transformer import Transformer, TransformerConfig
 
 __all__ = [
+    "BATCH_SIZE",
     "MODEL_DEFAULTS",
     "TRAIN_DEFAULTS",
-    "BATCH_SIZE",
     "Translation",
     "Translator",
     "build_model",
@@ -36,10 +37,10 @@ SentencePair = tuple[str, str]
 
 # The toy translator's sizes: small enough to train on two CPU cores in about two minutes,
 # large enough to reach BLEU > 90 on the generated corpus. Pre-LN trains stably at this rate.
-MODEL_DEFAULTS: dict = dict(
-    d_model=128, num_heads=4, num_encoder_layers=2, num_decoder_layers=2, d_ff=256,
-    dropout=0.1, max_len=64, norm_first=True,
-)
+MODEL_DEFAULTS: dict[str, Any] = {
+    "d_model": 128, "num_heads": 4, "num_encoder_layers": 2, "num_decoder_layers": 2,
+    "d_ff": 256, "dropout": 0.1, "max_len": 64, "norm_first": True,
+}
 TRAIN_DEFAULTS = TrainConfig(epochs=3, lr=2e-3, warmup_steps=200, label_smoothing=0.1,
                              clip_norm=1.0, seed=0)
 BATCH_SIZE = 96  # sentence pairs per optimiser step
@@ -47,9 +48,15 @@ VALID_SENTENCES = 200  # validation pairs decoded after each epoch for the BLEU 
 
 
 def build_model(src_vocab: Vocab, tgt_vocab: Vocab, seed: int = 0, **overrides) -> Transformer:
-    """The translator's Transformer (MODEL_DEFAULTS, with overrides) for these vocabularies."""
+    """The translator's Transformer (MODEL_DEFAULTS, with overrides) for these vocabularies.
+
+    The special ids (PAD, BOS, EOS, UNK) are the vocabulary's, written into the model's config:
+    training and decoding read them from there.
+    """
+    if src_vocab.special_ids() != tgt_vocab.special_ids():
+        raise ValueError("source and target vocabularies must share their special ids")
     config = TransformerConfig(src_vocab_size=len(src_vocab), tgt_vocab_size=len(tgt_vocab),
-                               pad_id=Vocab.pad_id, **{**MODEL_DEFAULTS, **overrides})
+                               **{**MODEL_DEFAULTS, **tgt_vocab.special_ids(), **overrides})
     torch.manual_seed(seed)  # the same seed gives the same initial weights
     return Transformer(config)
 
@@ -82,6 +89,11 @@ class Translator:
         if cfg.src_vocab_size != len(src_vocab) or cfg.tgt_vocab_size != len(tgt_vocab):
             raise ValueError(f"vocabulary sizes {len(src_vocab)}, {len(tgt_vocab)} do not match "
                              f"the model's {cfg.src_vocab_size}, {cfg.tgt_vocab_size}")
+        for vocab in (src_vocab, tgt_vocab):
+            for name, value in vocab.special_ids().items():
+                if getattr(cfg, name) != value:
+                    raise ValueError(f"the model's {name} is {getattr(cfg, name)}, the "
+                                     f"vocabulary's {value}")
         self.model = model.eval()
         self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
         self.history = history if history is not None else History()
@@ -156,8 +168,8 @@ class Translator:
         outputs: list[list[int]] = [[] for _ in ids]
         for start in range(0, len(order), batch_size):
             rows = order[start:start + batch_size]
-            src = torch.full((len(rows), max(len(ids[i]) for i in rows)), Vocab.pad_id,
-                             dtype=torch.long)
+            src = torch.full((len(rows), max(len(ids[i]) for i in rows)),
+                             self.model.config.pad_id, dtype=torch.long)
             for r, i in enumerate(rows):
                 src[r, :len(ids[i])] = torch.tensor(ids[i])
             src = src.to(self.device)  # (B, S)
@@ -165,28 +177,24 @@ class Translator:
             limits = [max_len or min(cfg_max, 2 * len(ids[i]) + 10) for i in rows]
             limit = max(limits)
             if beam is None:
-                out = greedy_decode(self.model, src, max_len=limit, bos_id=Vocab.bos_id,
-                                    eos_id=Vocab.eos_id, pad_id=Vocab.pad_id).tolist()
+                out = greedy_decode(self.model, src, max_len=limit).tolist()
             else:
                 hyps = beam_search(self.model, src, beam_size=beam, max_len=limit,
-                                   length_penalty=length_penalty, bos_id=Vocab.bos_id,
-                                   eos_id=Vocab.eos_id, pad_id=Vocab.pad_id)
+                                   length_penalty=length_penalty)
                 out = [h[0].tokens for h in hyps]
             for r, i in enumerate(rows):
                 outputs[i] = out[r][:limits[r]]
         return [Translation(s, detokenize(self.tgt_vocab.decode(o)),
                             tuple(self.unknown_words(s)))
-                for s, o in zip(sentences, outputs)]
+                for s, o in zip(sentences, outputs, strict=True)]
 
     def translate(self, sentences: str | Sequence[str], beam: int | None = None,
                   max_len: int | None = None, length_penalty: float = 0.0
                   ) -> str | list[str]:
         """Translated text: a string for a string, a list for a list of sentences."""
-        single = isinstance(sentences, str)
-        out = self.translate_detailed([sentences] if single else sentences, beam, max_len,
-                                      length_penalty)
-        texts = [t.text for t in out]
-        return texts[0] if single else texts
+        batch = [sentences] if isinstance(sentences, str) else sentences
+        texts = [t.text for t in self.translate_detailed(batch, beam, max_len, length_penalty)]
+        return texts[0] if isinstance(sentences, str) else texts
 
     def evaluate(self, pairs: Sequence[SentencePair], beam: int | None = None,
                  length_penalty: float = 0.0) -> dict[str, float]:
@@ -202,7 +210,7 @@ def train_translator(
     valid_pairs: Sequence[SentencePair] | None = None,
     *,
     epochs: int | None = None,
-    seed: int = 0,
+    seed: int | None = None,
     batch_size: int = BATCH_SIZE,
     model_overrides: dict | None = None,
     train_config: TrainConfig | None = None,
@@ -218,25 +226,34 @@ def train_translator(
     ``data`` is a :class:`Corpus` (its train split is used, its valid split scored after every
     epoch) or a list of (source, target) pairs, with ``valid_pairs`` optional. The first
     ``valid_size`` validation pairs give the per-epoch BLEU in ``translator.history``.
-    ``train_config`` defaults to TRAIN_DEFAULTS; ``epochs`` and ``seed`` override it.
+    ``train_config`` defaults to TRAIN_DEFAULTS; ``epochs`` and ``seed`` are shortcuts that
+    replace its fields (a value that contradicts a ``train_config`` you pass is an error). The
+    seed sets the initial weights, the batches, dropout and the batch order.
     """
+    changes: dict[str, Any] = {}
+    for name, value in (("epochs", epochs), ("seed", seed)):
+        if value is None:
+            continue
+        if train_config is not None and value != getattr(train_config, name):
+            raise ValueError(f"{name}={value} contradicts train_config.{name}="
+                             f"{getattr(train_config, name)}: set it in one place")
+        changes[name] = value
+    config = dataclasses.replace(train_config or TRAIN_DEFAULTS, **changes)  # epochs=0: error
     if isinstance(data, Corpus):
         train_pairs, valid_pairs = data.train, valid_pairs if valid_pairs else data.valid
     else:
         train_pairs = list(data)
     if not train_pairs:
         raise ValueError("no training pairs")
-    config = train_config or TRAIN_DEFAULTS
-    config = dataclasses.replace(config, seed=seed, epochs=epochs or config.epochs)
     src_vocab, tgt_vocab = build_vocabs(train_pairs)
-    model = build_model(src_vocab, tgt_vocab, seed=seed, **(model_overrides or {}))
+    model = build_model(src_vocab, tgt_vocab, seed=config.seed, **(model_overrides or {}))
     too_long = [i for i, (s, t) in enumerate(train_pairs)
                 if max(len(tokenize(s)), len(tokenize(t))) >= model.config.max_len]
     if too_long:
         raise ValueError(f"{len(too_long)} training pairs (first: {too_long[0]}) have "
                          f">= {model.config.max_len} tokens, the model's max_len")
     batches = make_batches(encode_pairs(train_pairs, src_vocab, tgt_vocab), batch_size,
-                           shuffle=True, seed=seed)
+                           shuffle=True, seed=config.seed)
     translator = Translator(model, src_vocab, tgt_vocab)
     valid = list(valid_pairs or [])[:valid_size]
 

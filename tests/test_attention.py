@@ -14,6 +14,7 @@ from labformer.attention import (
     AdditiveAttention,
     DotAttention,
     GeneralAttention,
+    attend,
     masked_softmax,
     scaled_dot_product_attention,
 )
@@ -118,6 +119,18 @@ def test_masked_softmax_directly():
     assert_close(masked_softmax(scores, None), scores.softmax(-1))
 
 
+def test_attend_is_masked_softmax_then_weighted_sum():
+    scores = torch.tensor([[[0.0, 1.0, 2.0], [3.0, 0.0, -1.0]]])  # (1, T_q=2, T_k=3)
+    value = torch.tensor([[[1.0, 0.0], [0.0, 1.0], [2.0, 2.0]]])  # (1, T_k=3, d_v=2)
+    mask = torch.tensor([[True, False, True], [True, True, True]])
+    out, w = attend(scores, value, mask)
+    e0, e2 = 1.0, math.exp(2.0)
+    row0 = torch.tensor([e0 / (e0 + e2), 0.0, e2 / (e0 + e2)])
+    assert_close(w[0, 0], row0)
+    assert_close(out[0, 0], row0[0] * value[0, 0] + row0[2] * value[0, 2])
+    assert_close(out[0, 1], scores[0, 1].softmax(-1) @ value[0])
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_masking_in_low_precision(dtype):
     mask = _masks()["combined"]
@@ -194,7 +207,7 @@ def _check_scorer(module, query, keys, values, expected_scores):
     assert ctx.shape == (3, values.shape[-1]) and w.shape == (3, 5)
     assert_close(w, expected_scores.softmax(-1))
     assert_close(ctx, torch.einsum("bs,bsd->bd", expected_scores.softmax(-1), values))
-    ctx_m, w_m = module(query, keys, values, mask)
+    ctx_m, w_m = module(query, keys, values, mask=mask)
     assert (w_m[~mask] == 0).all()
     ref = expected_scores.masked_fill(~mask, float("-inf")).softmax(-1)
     assert_close(w_m, ref)
@@ -228,12 +241,39 @@ def test_general_attention():
         _check_scorer(att, q, k, v, scores)
 
 
+@pytest.mark.parametrize(
+    "make", [lambda: AdditiveAttention(4, 6, 9), lambda: GeneralAttention(4, 6), DotAttention]
+)
+def test_prepared_keys_are_the_keys_part_of_the_score(make):
+    """A decoder that queries one memory at every step prepares the keys once: same result."""
+    torch.manual_seed(0)
+    att = make()
+    q, k, v = _rnn_inputs(d_q=6) if isinstance(att, DotAttention) else _rnn_inputs()
+    mask = torch.tensor([[True] * 5, [True, True, False, False, False], [True] * 5])
+    with torch.no_grad():
+        prepared = att.prepare_keys(k)
+        ctx, w = att(q, k, v, mask=mask)
+        ctx_p, w_p = att(q, k, v, mask=mask, prepared_keys=prepared)
+        assert_close(ctx_p, ctx)
+        assert_close(w_p, w)
+        assert_close(att.score(q, k), att.score_prepared(q, prepared))
+        # The prepared keys are really what is read (not recomputed from ``keys``).
+        _, w_other = att(q, k, v, mask=mask, prepared_keys=prepared.flip(1))
+        assert (w_other - w).abs().max() > 1e-3
+
+
+def test_scorer_factory_arguments():
+    f64 = {"dtype": torch.float64}
+    for att in (AdditiveAttention(4, 6, 9, **f64), GeneralAttention(4, 6, **f64)):
+        assert {p.dtype for p in att.parameters()} == {torch.float64}
+
+
 def test_scorers_fully_masked_row_finite():
     q, k, v = _rnn_inputs(d_q=6)
     q.requires_grad_()
     mask = torch.ones(3, 5, dtype=torch.bool)
     mask[0] = False
-    ctx, w = DotAttention()(q, k, v, mask)
+    ctx, w = DotAttention()(q, k, v, mask=mask)
     assert (ctx[0] == 0).all() and (w[0] == 0).all()
     ctx.sum().backward()
     assert torch.isfinite(q.grad).all()
@@ -249,6 +289,6 @@ def test_scorer_errors_name_shapes():
     with pytest.raises(ValueError, match=r"query \(2, 4\)"):
         att(q[:2], k, v)
     with pytest.raises(ValueError, match=r"\(3, 5\).*torch.int64 \(3, 5\)"):
-        att(q, k, v, torch.ones(3, 5, dtype=torch.long))
+        att(q, k, v, mask=torch.ones(3, 5, dtype=torch.long))
     with pytest.raises(ValueError, match=r"torch.bool \(3, 4\)"):
-        att(q, k, v, torch.ones(3, 4, dtype=torch.bool))
+        att(q, k, v, mask=torch.ones(3, 4, dtype=torch.bool))

@@ -1,5 +1,7 @@
 """The benchmarks still run (once, at toy sizes). Timing targets live in `make bench`, not here."""
 
+from pathlib import Path
+
 from bench.__main__ import main
 from bench.suite import Row, to_markdown
 
@@ -21,7 +23,20 @@ def test_every_benchmark_runs_at_a_tiny_size(tmp_path, capsys):
 
 
 def test_a_missed_target_is_marked():
-    row = Row("x", ours_ms=3.0, peer_ms=2.0, target="<= 1.1", ok=False)
+    row = Row("x", ours=3.0, peer=2.0, target="<= 1.1", ok=False)
     assert row.ratio == 1.5
     assert "**no**" in to_markdown([row])
     assert "yes" in to_markdown([Row("y", 1.0, 2.0, "<= 1.1", True)])
+
+
+def test_each_row_states_its_own_unit():
+    rate = Row("Training step FLOP/s vs matmul peak", ours=120.0, peer=200.0, target="",
+               ok=None, unit="GFLOP/s")
+    time = Row("a step", 3.0, 2.0, "", None)
+    table = to_markdown([rate, time])
+    assert "| 120 GFLOP/s | 200 GFLOP/s | 0.6 |" in table
+    assert "| 3 ms | 2 ms | 1.5 |" in table
+    assert "| benchmark | labformer | reference | ratio |" in table
+    assert not hasattr(rate, "ours_ms")  # a rate is not a time
+    results = (Path(__file__).parents[1] / "bench" / "results.md").read_text()
+    assert table.splitlines()[2] in results  # the committed table has the same header

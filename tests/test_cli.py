@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -9,11 +10,13 @@ from pathlib import Path
 import pytest
 import torch
 
+import labformer.translate
 from labformer.cli import main
 from labformer.data import Vocab, generate_corpus, save_pairs
-from labformer.train import load_checkpoint, save_checkpoint
+from labformer.train import TrainConfig, load_checkpoint, save_checkpoint
 from labformer.translate import (
     MODEL_DEFAULTS,
+    TRAIN_DEFAULTS,
     Translation,
     Translator,
     build_model,
@@ -61,8 +64,21 @@ def test_build_model_uses_the_defaults_and_the_seed():
     a, b = build_model(src, tgt, seed=3), build_model(src, tgt, seed=3)
     assert a.config.d_model == MODEL_DEFAULTS["d_model"]
     assert (a.config.src_vocab_size, a.config.tgt_vocab_size) == (6, 5)
-    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters(), strict=True))
     assert build_model(src, tgt, d_model=64, num_heads=2).config.d_model == 64
+
+
+def test_build_model_takes_the_special_ids_from_the_vocabulary():
+    class Shifted(Vocab):  # a vocabulary with other ids for its special tokens
+        pad_id, bos_id, eos_id, unk_id = 3, 2, 1, 0
+
+    cfg = build_model(Shifted(["a"]), Shifted(["x"]), **TINY).config
+    assert (cfg.pad_id, cfg.bos_id, cfg.eos_id, cfg.unk_id) == (3, 2, 1, 0)
+    with pytest.raises(ValueError, match="special ids"):
+        build_model(Vocab(["a"]), Shifted(["x"]), **TINY)
+    with pytest.raises(ValueError, match="pad_id is 0, the vocabulary's 3"):
+        Translator(build_model(Vocab(["a"]), Vocab(["x"]), **TINY), Shifted(["a"]),
+                   Shifted(["x"]))
 
 
 def test_translator_checks_vocabulary_sizes():
@@ -159,6 +175,25 @@ def test_train_translator_on_pairs(corpus):
         train_translator(pairs + long_pair, model_overrides=TINY)
 
 
+def test_train_translator_seed_and_epochs_have_one_source(monkeypatch, corpus):
+    seen = []
+    monkeypatch.setattr(labformer.translate, "train",
+                        lambda model, batches, config, **kw: seen.append(config))
+    pairs = corpus.train[:20]
+    train_translator(pairs, model_overrides=TINY)
+    train_translator(pairs, seed=5, epochs=2, model_overrides=TINY)
+    mine = TrainConfig(epochs=1, seed=7)
+    train_translator(pairs, train_config=mine, seed=7, epochs=1, model_overrides=TINY)
+    assert seen == [TRAIN_DEFAULTS, dataclasses.replace(TRAIN_DEFAULTS, seed=5, epochs=2), mine]
+    with pytest.raises(ValueError, match=r"seed=3 contradicts train_config.seed=7"):
+        train_translator(pairs, train_config=mine, seed=3, model_overrides=TINY)
+    with pytest.raises(ValueError, match=r"epochs=4 contradicts train_config.epochs=1"):
+        train_translator(pairs, train_config=mine, epochs=4, model_overrides=TINY)
+    with pytest.raises(ValueError, match="must be positive"):
+        train_translator(pairs, epochs=0, model_overrides=TINY)
+    assert len(seen) == 3
+
+
 # --------------------------------------------------------------------------- the commands
 
 
@@ -178,7 +213,9 @@ def test_train_writes_a_checkpoint_and_resumes(capsys, tmp_path):
     code, out, err = run(capsys, *args, "--epochs", "1")
     assert code == 0, err
     assert "epoch 1: loss" in out and "valid BLEU" in out and str(ck) in out
-    assert load_checkpoint(ck)["corpus"] == {"num_pairs": 2100, "seed": 1}
+    state = load_checkpoint(ck)
+    assert state["corpus"] == {"num_pairs": 2100, "seed": 0}  # the data set keeps its seed
+    assert state["train_config"]["seed"] == 1
     code, out, err = run(capsys, *args, "--epochs", "2", "--resume")
     assert code == 0, err
     assert "epoch 2: loss" in out and load_checkpoint(ck)["epoch"] == 1
@@ -213,6 +250,27 @@ def test_train_rejects_a_malformed_pairs_file(capsys, tmp_path, content, match):
     assert code == 1 and out == ""
     assert err.startswith("labformer: error: ") and str(bad) in err and match in err
     assert "Traceback" not in err and not (tmp_path / "x.pt").exists()
+
+
+def test_train_seed_sets_the_training_seed_only(capsys, monkeypatch, tmp_path):
+    import labformer.cli as cli
+
+    calls = []
+
+    def fake_train(data, valid, **kw):
+        calls.append((data[:3], kw["seed"]))
+        return Translator(build_model(Vocab(["a"]), Vocab(["x"]), **TINY), Vocab(["a"]),
+                          Vocab(["x"]))
+
+    monkeypatch.setattr(labformer.translate, "train_translator", fake_train)
+    out = str(tmp_path / "x.pt")
+    for extra in ([], ["--seed", "7"]):
+        code, _, err = run(capsys, "train", "--num-pairs", "2100", "--out", out, *extra)
+        assert code == 0, err
+    (data0, seed0), (data7, seed7) = calls
+    assert (seed0, seed7) == (0, 7)
+    assert data0 == data7  # the same corpus whatever the training seed
+    assert cli._parser().parse_args(["train"]).seed == 0
 
 
 def test_train_reports_a_missing_pairs_file_and_a_bad_device(capsys, tmp_path):

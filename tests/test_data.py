@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import re
+from itertools import pairwise
 
 import pytest
 import torch
@@ -29,6 +30,7 @@ from labformer.data import (
 from labformer.data import lexicon as lx
 from labformer.data.corpus import choose_heldout_pairs
 from labformer.data.grammar import SentenceGenerator, english_surface, french_surface
+from labformer.data.vocab import SPECIALS
 
 # ------------------------------------------------------------------ helpers and fixtures
 
@@ -202,7 +204,7 @@ def test_heldout_pairs_absent_from_train_and_valid(corpus: Corpus) -> None:
 def test_heldout_pairs_in_test_and_flags_match(corpus: Corpus) -> None:
     heldout = set(corpus.heldout_pairs)
     found: set[tuple[str, str]] = set()
-    for (src, _), flag in zip(corpus.test, corpus.test_heldout):
+    for (src, _), flag in zip(corpus.test, corpus.test_heldout, strict=True):
         in_test = adjective_noun_pairs(tokenize(src)) & heldout
         assert bool(in_test) == flag, src
         found |= in_test
@@ -252,7 +254,7 @@ def test_adjective_position(fr_sentences: list[list[str]],
                             en_sentences: list[list[str]]) -> None:
     pre = post = 0
     for tokens in fr_sentences:
-        for left, right in zip(tokens, tokens[1:]):
+        for left, right in pairwise(tokens):
             if left in ADJ_FORMS and right in NOUN_FORMS:  # adjective before the noun
                 assert all(a.preposed for a in ADJ_FORMS[left]), tokens
                 pre += 1
@@ -264,7 +266,7 @@ def test_adjective_position(fr_sentences: list[list[str]],
     en_adjs = {w for a in lx.ADJECTIVES for w in (a.en, a.en_person) if w}
     assert not en_nouns & en_adjs
     for tokens in en_sentences:  # English: attributive adjectives before their noun
-        for i, (left, right) in enumerate(zip(tokens, tokens[1:])):
+        for i, (left, right) in enumerate(pairwise(tokens)):
             predicative = tokens[0] in ("is", "are") and tokens[i + 2:i + 3] == ["?"]  # is it red?
             assert predicative or not (left in en_nouns and right in en_adjs), tokens
 
@@ -305,7 +307,7 @@ def test_agreement_of_articles_and_adjectives(fr_sentences: list[list[str]]) -> 
 def test_vowel_forms_of_preposed_adjectives(fr_sentences: list[list[str]]) -> None:
     found = 0
     for tokens in fr_sentences:
-        for left, right in zip(tokens, tokens[1:]):
+        for left, right in pairwise(tokens):
             if left in ("vieil", "bel", "nouvel"):
                 noun = NOUN_FORMS[right]
                 assert not noun.feminine and right == noun.fr and lx.starts_with_vowel(right)
@@ -318,14 +320,14 @@ def test_vowel_forms_of_preposed_adjectives(fr_sentences: list[list[str]]) -> No
 def test_elision(fr_sentences: list[list[str]]) -> None:
     elided = {"l'": 0, "j'": 0, "n'": 0, "d'": 0, "qu'": 0}
     for tokens in fr_sentences:
-        for left, right in zip(tokens, tokens[1:]):
+        for left, right in pairwise(tokens):
             if left in ("le", "la", "je", "ne", "de", "que", "ma", "ta"):
                 assert not lx.starts_with_vowel(right), tokens
             if left in elided:
                 assert lx.starts_with_vowel(right), tokens
                 elided[left] += 1
     assert all(elided.values()), elided
-    assert ("j'", "ai") in {(a, b) for s in fr_sentences for a, b in zip(s, s[1:])}
+    assert ("j'", "ai") in {(a, b) for s in fr_sentences for a, b in pairwise(s)}
 
 
 def test_surface_rules_directly() -> None:
@@ -339,7 +341,7 @@ def test_surface_rules_directly() -> None:
 
 
 def test_contractions(fr_sentences: list[list[str]]) -> None:
-    bigrams = {(a, b) for s in fr_sentences for a, b in zip(s, s[1:])}
+    bigrams = {(a, b) for s in fr_sentences for a, b in pairwise(s)}
     assert not bigrams & {("à", "le"), ("à", "les"), ("de", "le"), ("de", "les")}
     words = {w for s in fr_sentences for w in s}
     assert {"au", "aux", "du", "des"} <= words
@@ -389,7 +391,7 @@ def test_professions_take_no_article_in_french(corpus: Corpus) -> None:
 
 def test_a_and_an(en_sentences: list[list[str]]) -> None:
     for tokens in en_sentences:
-        for left, right in zip(tokens, tokens[1:]):
+        for left, right in pairwise(tokens):
             if left == "a":
                 assert right[0] not in "aeiou", tokens
             if left == "an":
@@ -462,6 +464,9 @@ def test_vocab_special_ids() -> None:
     assert ids == (0, 1, 2, 3) and len(set(ids)) == 4
     vocab = Vocab.build([["a", "b"]])
     assert [vocab.id_to_token(i) for i in ids] == ["<pad>", "<bos>", "<eos>", "<unk>"]
+    # What a model's config takes: the one place the ids are written down for a model.
+    assert vocab.special_ids() == {"pad_id": 0, "bos_id": 1, "eos_id": 2, "unk_id": 3}
+    assert [vocab.token_to_id(t) for t in SPECIALS] == list(vocab.special_ids().values())
 
 
 def test_vocab_build_order_and_min_freq() -> None:
@@ -561,7 +566,8 @@ def test_batches_cover_every_pair_once_and_are_deterministic() -> None:
     again = make_batches(pairs, batch_size=32, shuffle=True, seed=3)
     other = make_batches(pairs, batch_size=32, shuffle=True, seed=4)
     assert sorted(i for b in batches for i in b.index.tolist()) == list(range(len(pairs)))
-    assert all(x.src.equal(y.src) and x.index.equal(y.index) for x, y in zip(batches, again))
+    assert all(x.src.equal(y.src) and x.index.equal(y.index)
+               for x, y in zip(batches, again, strict=True))
     assert [b.index.tolist() for b in batches] != [b.index.tolist() for b in other]
     assert all(isinstance(b, Batch) and b.src.size(0) <= 32 for b in batches)
     for b in batches:  # each row holds the pair it claims

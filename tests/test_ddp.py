@@ -12,8 +12,9 @@ import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
+EPOCHS, FIRST = 6, 3  # the interrupted run stops after FIRST epochs, then resumes
 
-WORKER = textwrap.dedent("""
+WORKER = textwrap.dedent(f"""
     import os, sys
     from types import SimpleNamespace
 
@@ -23,7 +24,7 @@ WORKER = textwrap.dedent("""
     from labformer.train import TrainConfig, train
     from labformer.transformer import Transformer, TransformerConfig
 
-    out = sys.argv[1]
+    out, mode = sys.argv[1], sys.argv[2]
     rank = int(os.environ["RANK"])
     g = torch.Generator().manual_seed(0)  # every rank builds the same 8 batches of a copy task
     batches = []
@@ -32,39 +33,81 @@ WORKER = textwrap.dedent("""
         src = torch.cat([words, torch.full((8, 1), 2)], 1)
         batches.append(SimpleNamespace(src=src, tgt_in=torch.cat([torch.ones(8, 1).long(),
                                                                    words], 1), tgt_out=src))
-    torch.manual_seed(100 + rank)  # different initial weights: DDP must broadcast rank 0's
-    cfg = TransformerConfig.preset("tiny", src_vocab_size=12, tgt_vocab_size=12, dropout=0.1)
-    model = Transformer(cfg)
-    config = TrainConfig(epochs=6, lr=5e-3, warmup_steps=4, seed=0)
-    h = train(model, batches, config, device="cpu", checkpoint=os.path.join(out, "ck.pt"),
-              valid_fn=lambda m: 42.0, progress=False)
-    torch.save({"state": model.state_dict(), "loss": h.epoch_loss, "steps": len(h.step_loss),
-                "valid": h.valid_score, "world": dist.get_world_size()},
-               os.path.join(out, f"rank{rank}.pt"))
+
+    def model(seed):
+        torch.manual_seed(seed + rank)  # different weights per rank: DDP must broadcast rank 0's
+        cfg = TransformerConfig.preset("tiny", src_vocab_size=12, tgt_vocab_size=12,
+                                       dropout=0.1)
+        return Transformer(cfg)
+
+    def run(name, seed, epochs, resume=False):
+        m = model(seed)
+        config = TrainConfig(epochs=epochs, lr=5e-3, warmup_steps=4, seed=0)
+        h = train(m, batches, config, device="cpu", checkpoint=os.path.join(out, name + ".pt"),
+                  resume=resume, valid_fn=lambda m: 42.0, progress=False)
+        torch.save({{"state": m.state_dict(), "loss": h.epoch_loss, "steps": h.step_loss,
+                    "valid": h.valid_score, "world": dist.get_world_size()}},
+                   os.path.join(out, f"{{name}}-rank{{rank}}.pt"))
+
+    if mode == "first":
+        run("straight", 100, {EPOCHS})
+        run("interrupted", 100, {FIRST})
+    else:  # new processes, other initial weights: everything must come from the checkpoint
+        run("interrupted", 999, {EPOCHS}, resume=True)
     dist.destroy_process_group()
 """)
 
 
-@pytest.mark.skipif(not torch.distributed.is_available(), reason="torch.distributed missing")
-def test_two_cpu_processes_stay_in_sync_and_learn(tmp_path):
+def _torchrun(tmp_path: Path, mode: str) -> None:
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
-           "2", str(script), str(tmp_path)]
+           "2", str(script), str(tmp_path), mode]
     run = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True,
-                         timeout=120)
+                         timeout=180)
     assert run.returncode == 0, run.stderr[-3000:]
-    r0 = torch.load(tmp_path / "rank0.pt", weights_only=True)
-    r1 = torch.load(tmp_path / "rank1.pt", weights_only=True)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> Path:
+    """An uninterrupted run, and one stopped after FIRST epochs and resumed by new processes."""
+    out = tmp_path_factory.mktemp("ddp")
+    _torchrun(out, "first")
+    _torchrun(out, "resume")
+    return out
+
+
+def _load(out: Path, name: str, rank: int) -> dict:
+    return torch.load(out / f"{name}-rank{rank}.pt", weights_only=True)
+
+
+@pytest.mark.skipif(not torch.distributed.is_available(), reason="torch.distributed missing")
+def test_two_cpu_processes_stay_in_sync_and_learn(runs):
+    r0, r1 = _load(runs, "straight", 0), _load(runs, "straight", 1)
     assert r0["world"] == r1["world"] == 2
-    assert r0["steps"] == r1["steps"] == 6 * 4  # 8 batches shared by 2 ranks, 6 epochs
+    assert len(r0["steps"]) == len(r1["steps"]) == EPOCHS * 4  # 8 batches shared by 2 ranks
     for name, p in r0["state"].items():
         assert torch.equal(p, r1["state"][name]), name  # identical replicas after training
     for r in (r0, r1):
         assert r["loss"][-1] < 0.9 * r["loss"][0]  # each rank's share of the loss falls
-    assert r0["valid"] == [42.0] * 6 and r1["valid"] == []  # validation on rank 0 only
-    ck = torch.load(tmp_path / "ck.pt", weights_only=True)  # written once, by rank 0
-    assert ck["epoch"] == 5
+    assert r0["valid"] == [42.0] * EPOCHS and r1["valid"] == []  # validation on rank 0 only
+    ck = torch.load(runs / "straight.pt", weights_only=True)  # written once, by rank 0
+    assert ck["epoch"] == EPOCHS - 1 and ck["world_size"] == 2
     for name, p in r0["state"].items():
         assert torch.equal(p, ck["model"][name]), name
+
+
+@pytest.mark.skipif(not torch.distributed.is_available(), reason="torch.distributed missing")
+def test_an_interrupted_run_resumes_exactly_on_every_rank(runs):
+    ck = torch.load(runs / "interrupted.pt", weights_only=True)
+    assert ck["epoch"] == EPOCHS - 1
+    rngs = [r["rng"]["cpu"] for r in ck["per_rank"]]
+    assert len(rngs) == 2 and not torch.equal(rngs[0], rngs[1])  # one state per rank
+    for rank in (0, 1):
+        straight, resumed = _load(runs, "straight", rank), _load(runs, "interrupted", rank)
+        for name, p in straight["state"].items():
+            assert torch.equal(p, resumed["state"][name]), (rank, name)
+        # Each rank's own history continues, dropout masks included: the same losses.
+        assert resumed["steps"] == straight["steps"]
+        assert resumed["valid"] == straight["valid"]

@@ -2,20 +2,22 @@
 
 import itertools
 import math
+import random
 
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from torch import nn
 
 from labformer.decoding import (
     BeamStep,
-    PrefixTableModel,
     beam_search,
     greedy_decode,
     length_penalty_factor,
     sequence_log_prob,
 )
+from labformer.testing import PrefixTableModel, TableConfig
 from labformer.transformer import Transformer, TransformerConfig
 
 PAD, BOS, EOS = 0, 1, 2
@@ -81,18 +83,55 @@ def test_greedy_cached_equals_uncached(seed):
     b = greedy_decode(model, src, max_len=8, use_cache=False)
     assert torch.equal(a, b)
     assert a.shape[0] == 2 and a.shape[1] <= 8
-    assert not ((a == PAD) | (a == BOS)).any() or (a == PAD).any()  # BOS never generated
-    assert not (a == BOS).any()
+    assert not (a == BOS).any()  # BOS is never generated
 
 
-def test_greedy_pads_after_eos():
-    # prefix () -> EOS for sure on row... the table is shared, so use two lengths via max_len.
-    table = {(): {4: 0.9, EOS: 0.1}, (4,): {EOS: 0.8, 5: 0.2}}
-    model = PrefixTableModel(table, V_TGT)
-    out = greedy_decode(model, torch.ones(2, 3, dtype=torch.long), max_len=10)
-    assert out.tolist() == [[4, EOS], [4, EOS]]
-    out = greedy_decode(model, torch.ones(3, dtype=torch.long), max_len=1)
-    assert out.tolist() == [[4]]  # 1D source is one row; max_len cuts before EOS
+class _Countdown(nn.Module):
+    """Row n outputs word 4 src[n, 0] times, then EOS, and EOS again whenever asked after it.
+
+    So rows of one batch end at different steps, and a decoder that kept feeding a finished
+    row would write EOS, not PAD, after its end. Uncached decoding only.
+    """
+
+    config = TableConfig(V_TGT)
+
+    def encode(self, src):
+        return src[:, :1, None].float()  # (B, 1, 1): the number of words row b wants
+
+    def src_mask(self, src):
+        return torch.ones(src.shape[0], 1, 1, 1, dtype=torch.bool)
+
+    def decode(self, tgt, memory, memory_mask=None, cache=None):
+        N, T = tgt.shape
+        words_so_far = torch.arange(T).expand(N, T)  # position i follows i generated tokens
+        stop = words_so_far >= memory[:, :, 0]  # (N, T)
+        logits = torch.zeros(N, T, V_TGT)
+        logits[..., 4] = torch.where(stop, 0.0, 10.0)
+        logits[..., EOS] = torch.where(stop, 10.0, 0.0)
+        return logits
+
+
+def test_greedy_pads_rows_that_end_early():
+    out = greedy_decode(_Countdown(), torch.tensor([[1], [3], [0]]), max_len=10,
+                        use_cache=False)
+    assert out.tolist() == [[4, EOS, PAD, PAD], [4, 4, 4, EOS], [EOS, PAD, PAD, PAD]]
+    out = greedy_decode(_Countdown(), torch.tensor([5]), max_len=2, use_cache=False)
+    assert out.tolist() == [[4, 4]]  # a 1-D source is one row; max_len cuts before EOS
+
+
+def test_decoders_read_the_special_ids_from_the_model():
+    # Here 2 is an ordinary word, EOS is 5, BOS 4 and PAD 3: defaults of 0, 1, 2 would be wrong.
+    table = {(): {2: 0.6, 5: 0.4}, (2,): {2: 0.7, 5: 0.3}, (2, 2): {5: 1.0}}
+    model = PrefixTableModel(table, 6, bos_id=4, eos_id=5, pad_id=3)
+    src = torch.ones(1, 2, dtype=torch.long)
+    assert greedy_decode(model, src, max_len=6).tolist() == [[2, 2, 5]]
+    best = beam_search(model, src, beam_size=2, max_len=6)[0][0]
+    assert best.tokens == [2, 2, 5] and best.finished
+    assert best.log_prob == pytest.approx(math.log(0.42))
+    assert float(sequence_log_prob(model, src, torch.tensor([[2, 5, 3]]))) == \
+        pytest.approx(math.log(0.18))  # the PAD (3) after EOS is not counted
+    # An explicit override still wins: with EOS = 2 the first word ends the output.
+    assert greedy_decode(model, src, max_len=6, eos_id=2).tolist() == [[2]]
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -117,7 +156,7 @@ def test_wide_beam_equals_exhaustive_search(seed, alpha):
                         length_penalty=alpha)
     for b in range(src.shape[0]):
         best = _exhaustive(model, src[b:b + 1], max_len, alpha)
-        for hyp, (seq, score, lp) in zip(beams[b], best[:5]):
+        for hyp, (seq, score, lp) in zip(beams[b], best[:5], strict=True):
             assert hyp.tokens == seq
             assert hyp.score == pytest.approx(score, abs=1e-4)
             assert hyp.log_prob == pytest.approx(lp, abs=1e-4)
@@ -152,7 +191,7 @@ def test_beam_cached_equals_uncached():
     model, src = _model(5, scale=3.0), _src(5)
     a = beam_search(model, src, beam_size=4, top_beams=4, max_len=6)
     b = beam_search(model, src, beam_size=4, top_beams=4, max_len=6, use_cache=False)
-    for ra, rb in zip(a, b):
+    for ra, rb in zip(a, b, strict=True):
         assert [h.tokens for h in ra] == [h.tokens for h in rb]
         assert [h.score for h in ra] == pytest.approx([h.score for h in rb], abs=1e-4)
 
@@ -181,6 +220,50 @@ def test_beam_beats_greedy_on_table_and_stops_at_eos():
     assert len(trace) < 5  # stopped before max_len: no live hypothesis could win any more
     assert trace[0].tokens == [4, 5] and trace[0].parents == [0, 0]
     assert any(lp == pytest.approx(math.log(0.36)) for _, lp in trace[1].finished)
+
+
+def test_early_stopping_bound_uses_the_longest_length_penalty():
+    # After step 1, EOS (p = .5, L = 1) is finished and 4 (p = .5) lives. With alpha = 1, the
+    # live one can still win: (4, EOS) has the same probability and a larger length penalty.
+    # A bound from the current length, or one without the penalty, stops here with [EOS].
+    model = PrefixTableModel({(): {EOS: 0.5, 4: 0.5}, (4,): {EOS: 1.0}}, V_TGT)
+    src = torch.ones(1, 1, dtype=torch.long)
+    for max_len in (2, 5):
+        best = beam_search(model, src, beam_size=1, max_len=max_len, length_penalty=1.0)[0][0]
+        assert best.tokens == [4, EOS]
+        assert best.score == pytest.approx(math.log(0.5) / (7 / 6))
+    # Without a length penalty the two tie on log-probability and the shorter one, found
+    # first, is kept: the bound is tight there, and the search stops after one step.
+    trace: list[BeamStep] = []
+    plain = beam_search(model, src, beam_size=1, max_len=5, trace=trace)[0][0]
+    assert plain.tokens == [EOS] and len(trace) == 1
+
+
+def _random_table(seed: int, max_len: int, words: tuple[int, ...] = (4, 5)) -> dict:
+    """A random 'language model': a random distribution over EOS and words for every prefix."""
+    rng = random.Random(seed)
+    table = {}
+    for n in range(max_len):
+        for prefix in itertools.product(words, repeat=n):
+            w = [rng.expovariate(1.0) for _ in range(1 + len(words))]  # Dirichlet(1, ..., 1)
+            table[prefix] = {tok: x / sum(w) for tok, x in zip((EOS, *words), w, strict=True)}
+    return table
+
+
+@pytest.mark.parametrize("alpha", [0.6, 1.0])
+def test_narrow_beam_stops_early_with_the_same_result_as_running_to_max_len(alpha):
+    max_len, src, stopped_early = 8, torch.ones(1, 1, dtype=torch.long), 0
+    for seed in range(10):
+        model = PrefixTableModel(_random_table(seed, max_len), V_TGT)
+        trace: list[BeamStep] = []
+        early = beam_search(model, src, beam_size=2, top_beams=2, max_len=max_len,
+                            length_penalty=alpha, trace=trace)[0]
+        full = beam_search(model, src, beam_size=2, top_beams=2, max_len=max_len,
+                           length_penalty=alpha, early_stopping=False)[0]
+        assert [h.tokens for h in early] == [h.tokens for h in full], seed
+        assert [h.score for h in early] == pytest.approx([h.score for h in full])
+        stopped_early += len(trace) < max_len
+    assert stopped_early >= 5  # the stopping rule is reached, not only max_len
 
 
 def test_top_beams_ordering_and_count():

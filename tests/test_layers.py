@@ -1,4 +1,4 @@
-"""labformer.layers: residual + LayerNorm, FFN, encoder/decoder layers against PyTorch's."""
+"""labformer.layers: residual sublayer, FFN, encoder/decoder layers against PyTorch's."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from labformer.layers import DecoderLayer, EncoderLayer, FeedForward, residual
+from labformer.layers import DecoderLayer, EncoderLayer, FeedForward, ResidualSublayer, residual
 from labformer.masks import causal_mask, from_key_padding_mask
+from labformer.multihead import KVCache
 
 from _helpers import assert_close, not_close
 
@@ -31,18 +32,26 @@ def _randomise(module: nn.Module, seed: int = 0) -> None:
                                                                    "weight" in name else 0.0))
 
 
-def test_layer_norm_usage_matches_manual_formula():
-    norm = nn.LayerNorm(D)
-    _randomise(nn.ModuleDict({"norm": norm}))
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_residual_sublayer_formula(norm_first):
+    """Post-LN: LN(x + F(x)); Pre-LN: x + F(LN(x)), with LN written out by hand."""
+    block = ResidualSublayer(D, norm_first=norm_first, layer_norm_eps=1e-3)
+    _randomise(block)
+    w, b = block.norm.weight, block.norm.bias
     x = torch.randn(2, 5, D)
     sub = nn.Linear(D, D)
-    assert_close(norm(x), _manual_layer_norm(x, norm.weight, norm.bias))
-    drop = nn.Identity()
-    post = residual(x, sub, norm, drop, norm_first=False)
-    assert_close(post, _manual_layer_norm(x + sub(x), norm.weight, norm.bias))
-    pre = residual(x, sub, norm, drop, norm_first=True)
-    assert_close(pre, x + sub(_manual_layer_norm(x, norm.weight, norm.bias)))
-    assert not_close(pre, post)
+    expected = (x + sub(_manual_layer_norm(x, w, b, 1e-3)) if norm_first
+                else _manual_layer_norm(x + sub(x), w, b, 1e-3))
+    assert_close(block(x, sub), expected)
+    assert_close(residual(x, sub, block.norm, nn.Identity(), norm_first), expected)
+    other = residual(x, sub, block.norm, nn.Identity(), not norm_first)
+    assert not_close(other, expected)  # the two placements really differ
+
+
+def test_residual_passes_extra_arguments_to_the_sublayer():
+    block = ResidualSublayer(D, norm_first=True)
+    x, y = torch.randn(2, 3, D), torch.randn(2, 3, D)
+    assert_close(block(x, torch.add, y), x + block.norm(x) + y)
 
 
 def test_residual_dropout_on_branch_only():
@@ -50,6 +59,24 @@ def test_residual_dropout_on_branch_only():
     zero_branch = nn.Dropout(p=0.999999).train()
     out = residual(x, lambda y: y * 5, nn.Identity(), zero_branch, norm_first=True)
     assert_close(out, x)  # everything in the branch dropped, the skip path kept
+    block = ResidualSublayer(D, dropout=0.999999, norm_first=True).train()
+    assert_close(block(x, lambda y: y * 5), x)
+
+
+def test_each_sublayer_owns_one_norm():
+    """Claim 3 of the chapter: two residual sublayers in an encoder layer, three in a decoder
+    layer, each with its own LayerNorm, each norm used once per forward pass."""
+    enc, dec = EncoderLayer(D, H, FF), DecoderLayer(D, H, FF)
+    for layer, n in ((enc, 2), (dec, 3)):
+        subs = [m for m in layer.children() if isinstance(m, ResidualSublayer)]
+        assert len(subs) == n
+        norms = [m for m in layer.modules() if isinstance(m, nn.LayerNorm)]
+        assert len(norms) == n and len({id(m) for m in norms}) == n
+        calls: list[int] = []
+        for m in norms:
+            m.register_forward_hook(lambda m, *_, seen=calls: seen.append(id(m)))
+        layer(torch.randn(2, 4, D), *(() if layer is enc else (torch.randn(2, 3, D),)))
+        assert sorted(calls) == sorted(id(m) for m in norms)
 
 
 def test_feed_forward_formula_and_positionwise():
@@ -100,7 +127,7 @@ def test_encoder_layer_matches_torch(norm_first, train, masks):
         mask = causal_mask(6) if mask is None else mask & causal_mask(6)
     with torch.no_grad():
         expected = ref(x, **kw)
-        got = ours(x, mask)
+        got = ours(x, mask=mask)
     if use_pad and not train:
         # torch's eval fast path may leave padded query rows arbitrary; compare real rows.
         assert_close(got[0], expected[0])
@@ -115,11 +142,11 @@ def test_encoder_layer_gradients_match_torch(norm_first):
     ours = EncoderLayer.from_torch(ref).train()
     x1 = torch.randn(2, 6, D, requires_grad=True)
     x2 = x1.detach().clone().requires_grad_()
-    ours(x1, causal_mask(6)).pow(2).sum().backward()
+    ours(x1, mask=causal_mask(6)).pow(2).sum().backward()
     ref(x2, src_mask=~causal_mask(6)).pow(2).sum().backward()
     assert_close(x1.grad, x2.grad, atol=1e-4)
     assert_close(ours.ffn.linear1.weight.grad, ref.linear1.weight.grad, atol=1e-4)
-    assert_close(ours.norm1.weight.grad, ref.norm1.weight.grad, atol=1e-4)
+    assert_close(ours.sublayer1.norm.weight.grad, ref.norm1.weight.grad, atol=1e-4)
 
 
 @pytest.mark.parametrize("norm_first", [False, True])
@@ -139,7 +166,7 @@ def test_decoder_layer_matches_torch(norm_first, train, padding):
         memory_mask = from_key_padding_mask(KPM)
     with torch.no_grad():
         expected = ref(x, memory, **kw)
-        got = ours(x, memory, tgt_mask, memory_mask)
+        got = ours(x, memory, tgt_mask=tgt_mask, memory_mask=memory_mask)
     assert_close(got, expected)
 
 
@@ -147,9 +174,46 @@ def test_decoder_layer_from_torch_copies_norm3_and_eps():
     ref = nn.TransformerDecoderLayer(D, H, FF, dropout=0.0, batch_first=True, layer_norm_eps=1e-3)
     _randomise(ref, 5)
     ours = DecoderLayer.from_torch(ref)
-    assert ours.norm3.eps == 1e-3
-    assert torch.equal(ours.norm3.weight, ref.norm3.weight)
+    assert ours.sublayer3.norm.eps == 1e-3
+    assert torch.equal(ours.sublayer3.norm.weight, ref.norm3.weight)
     assert torch.equal(ours.cross_attn.out_proj.weight, ref.multihead_attn.out_proj.weight)
+
+
+@pytest.mark.parametrize("kind", ["encoder", "decoder"])
+def test_from_torch_keeps_dtype_and_eval_disables_every_dropout(kind):
+    """A float64 copy stays float64, and with dropout 0.3 in eval mode it still matches."""
+    torch.manual_seed(0)
+    cls = nn.TransformerEncoderLayer if kind == "encoder" else nn.TransformerDecoderLayer
+    ref = cls(D, H, FF, dropout=0.3, batch_first=True, dtype=torch.float64)
+    _randomise(ref)
+    ref.eval()
+    ours = (EncoderLayer if kind == "encoder" else DecoderLayer).from_torch(ref).eval()
+    assert {p.dtype for p in ours.parameters()} == {torch.float64}
+    x = torch.randn(2, 5, D, dtype=torch.float64)
+    inputs = (x,) if kind == "encoder" else (x, torch.randn(2, 6, D, dtype=torch.float64))
+    with torch.no_grad():
+        assert_close(ours(*inputs), ref(*inputs), atol=1e-12)
+    ours.train()
+    torch.manual_seed(1)
+    assert not_close(ours(*inputs), ref(*inputs))  # the copied dropout is live in training
+
+
+def test_factory_arguments():
+    f64 = {"dtype": torch.float64, "device": "cpu"}
+    layers = (EncoderLayer(D, H, FF, **f64), DecoderLayer(D, H, FF, **f64),
+              FeedForward(D, FF, **f64), ResidualSublayer(D, **f64))
+    for layer in layers:
+        assert {p.dtype for p in layer.parameters()} == {torch.float64}
+
+
+def test_layer_masks_are_keyword_only():
+    """torch's layers take src_mask / tgt_mask by position with True = blocked; ours, True =
+    may attend, are refused by position so that the two cannot be confused."""
+    x = torch.randn(1, 3, D)
+    with pytest.raises(TypeError):
+        EncoderLayer(D, H, FF)(x, causal_mask(3))
+    with pytest.raises(TypeError):
+        DecoderLayer(D, H, FF)(x, x, causal_mask(3))
 
 
 def test_encoder_layer_permutation_equivariant_not_invariant():
@@ -163,13 +227,11 @@ def test_encoder_layer_permutation_equivariant_not_invariant():
 
 def test_decoder_layer_cache_matches_full():
     layer = DecoderLayer.from_torch(_torch_dec(True)).eval()
-    from labformer.multihead import KVCache
-
     x, memory = torch.randn(2, 4, D), torch.randn(2, 6, D)
     mem_mask = from_key_padding_mask(KPM)
-    full = layer(x, memory, causal_mask(4), mem_mask)
+    full = layer(x, memory, tgt_mask=causal_mask(4), memory_mask=mem_mask)
     cache = (KVCache(), KVCache(static=True))
-    steps = [layer(x[:, t : t + 1], memory, None, mem_mask, cache) for t in range(4)]
+    steps = [layer(x[:, t : t + 1], memory, memory_mask=mem_mask, cache=cache) for t in range(4)]
     assert_close(torch.cat(steps, 1), full)
 
 

@@ -106,6 +106,20 @@ def test_finite_with_zero_probability_targets():
     assert torch.isnan((p * log_q).sum(-1)).any()
 
 
+def test_half_precision_loss_is_summed_in_float32():
+    # 16384 tokens at about log(200) = 5.3 nats each: their sum, 87000, is past float16's
+    # largest value (65504). Summed in float32 and divided first, the mean is fine.
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(16, 1024, 200, generator=g).half()
+    target = torch.randint(1, 200, (16, 1024), generator=g)
+    loss = label_smoothed_cross_entropy(logits, target, smoothing=0.1)
+    assert loss.dtype == torch.float16 and torch.isfinite(loss)
+    exact = label_smoothed_cross_entropy(logits.float(), target, smoothing=0.1)
+    assert float(loss) == pytest.approx(float(exact), rel=1e-3)
+    none = label_smoothed_cross_entropy(logits, target, smoothing=0.1, reduction="none")
+    assert none.dtype == torch.float16 and none.shape == target.shape
+
+
 def test_ce_equals_entropy_plus_kl():
     g = torch.Generator().manual_seed(1)
     logits = torch.randn(6, 10, generator=g)

@@ -8,6 +8,7 @@ import torch
 from labformer.masks import (
     causal_mask,
     check_mask,
+    check_special_ids,
     combine_masks,
     from_key_padding_mask,
     padding_mask,
@@ -100,3 +101,25 @@ def test_check_mask_errors():
         check_mask(torch.ones(3, 4, dtype=torch.bool), (2, 4, 3, 5))
     with pytest.raises(ValueError, match=r"\(1, 2, 4, 3, 5\)"):
         check_mask(torch.ones(1, 2, 4, 3, 5, dtype=torch.bool), (2, 4, 3, 5))
+
+
+VOCABS = {"src_vocab_size": 10, "tgt_vocab_size": 6}
+
+
+def test_check_special_ids_accepts_distinct_ids_in_range():
+    check_special_ids({"pad_id": 0, "bos_id": 1, "eos_id": 5}, VOCABS)  # no error
+
+
+@pytest.mark.parametrize(
+    "ids,message",
+    [
+        ({"pad_id": 0, "bos_id": 0}, r"bos_id and pad_id are both 0"),
+        ({"pad_id": 0, "eos_id": 6}, r"eos_id=6 is not a valid id for tgt_vocab_size=6"),
+        ({"unk_id": -1}, r"unk_id=-1 is not a valid id for src_vocab_size=10"),
+        ({"pad_id": 1.0}, r"pad_id must be an int, got 1.0"),
+        ({"pad_id": True}, r"pad_id must be an int, got True"),
+    ],
+)
+def test_check_special_ids_errors_name_the_field(ids, message):
+    with pytest.raises(ValueError, match=message):
+        check_special_ids(ids, VOCABS)

@@ -54,7 +54,7 @@ def test_mha_matches_torch_outputs_and_weights(masks):
         ours_mask = from_key_padding_mask(kpm)
     if use_attn:
         ours_mask = allowed if ours_mask is None else ours_mask & allowed
-    out, w = mha(q, k, v, ours_mask)
+    out, w = mha(q, k, v, mask=ours_mask)
     assert out.shape == (2, 5, D) and w.shape == (2, H, 5, 6)
     ref_out, ref_w = ref(q, k, v, **tkw, average_attn_weights=False)
     assert_close(out, ref_out)
@@ -73,7 +73,7 @@ def test_mha_gradients_match_torch():
     q1, q2 = q.clone().requires_grad_(), q.clone().requires_grad_()
     k1, k2 = k.clone().requires_grad_(), k.clone().requires_grad_()
     g = torch.randn(2, 5, D)
-    (mha(q1, k1, v, from_key_padding_mask(kpm) & allowed)[0] * g).sum().backward()
+    (mha(q1, k1, v, mask=from_key_padding_mask(kpm) & allowed)[0] * g).sum().backward()
     (ref(q2, k2, v, key_padding_mask=kpm, attn_mask=torch_attn)[0] * g).sum().backward()
     assert_close(q1.grad, q2.grad)
     assert_close(k1.grad, k2.grad)
@@ -107,8 +107,8 @@ def test_fast_path_equals_explicit_path(mask_kind):
     x, _, _ = _inputs(T_q=6)
     mask = {"none": None, "causal": causal_mask(6),
             "padding": from_key_padding_mask(_torch_masks()[0])}[mask_kind]
-    out, w = mha(x, x, x, mask)
-    fast, none = mha(x, x, x, mask, need_weights=False)
+    out, w = mha(x, x, x, mask=mask)
+    fast, none = mha(x, x, x, mask=mask, need_weights=False)
     assert none is None and w is not None
     assert_close(fast, out)
 
@@ -121,7 +121,7 @@ def test_fully_masked_query_row_finite_both_paths():
     for need_weights in (True, False):
         qq = q.clone().requires_grad_()
         mha.zero_grad()
-        out, w = mha(qq, k, v, mask, need_weights=need_weights)
+        out, w = mha(qq, k, v, mask=mask, need_weights=need_weights)
         assert torch.isfinite(out).all()
         if need_weights:
             assert (w[0, :, 2] == 0).all()
@@ -142,6 +142,54 @@ def test_self_attention_is_permutation_equivariant_not_invariant():
     assert not_close(out_p, out)  # tokens did move: not invariant
 
 
+def test_mask_is_keyword_only():
+    """nn.MultiheadAttention's fourth positional argument is key_padding_mask (True = ignore):
+    a mask passed by position here could silently mean the opposite, so it is refused."""
+    _, mha = _pair()
+    q, k, v = _inputs()
+    with pytest.raises(TypeError):
+        mha(q, k, v, torch.ones(5, 6, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_attention_dropout_is_a_module_that_eval_switches_off(need_weights):
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(D, H, dropout=0.5)
+    assert isinstance(mha.dropout, nn.Dropout) and mha.dropout.p == 0.5
+    plain = MultiHeadAttention(D, H)
+    plain.load_state_dict(mha.state_dict())
+    q, k, v = _inputs()
+    mha.eval()
+    assert_close(mha(q, k, v, need_weights=need_weights)[0], plain(q, k, v)[0])
+    mha.train()
+    torch.manual_seed(1)
+    assert not_close(mha(q, k, v, need_weights=need_weights)[0], plain(q, k, v)[0])
+    mha.dropout.eval()  # the module's own flag decides, as for every nn.Dropout
+    assert_close(mha(q, k, v, need_weights=need_weights)[0], plain(q, k, v)[0])
+
+
+def test_dtype_and_device_factory_arguments():
+    mha = MultiHeadAttention(D, H, dtype=torch.float64, device="cpu")
+    assert {p.dtype for p in mha.parameters()} == {torch.float64}
+    assert {p.device.type for p in mha.parameters()} == {"cpu"}
+    q, k, v = (t.double() for t in _inputs())
+    assert mha(q, k, v)[0].dtype == torch.float64
+
+
+def test_from_torch_keeps_dtype():
+    torch.manual_seed(0)
+    ref = nn.MultiheadAttention(D, H, batch_first=True, dtype=torch.float64).eval()
+    with torch.no_grad():
+        ref.in_proj_bias.normal_()
+    mha = MultiHeadAttention.from_torch(ref).eval()
+    assert {p.dtype for p in mha.parameters()} == {torch.float64}
+    q, k, v = (t.double() for t in _inputs())
+    out, w = mha(q, k, v)
+    ref_out, ref_w = ref(q, k, v, average_attn_weights=False)
+    assert_close(out, ref_out, atol=1e-12)  # float64 end to end: agreement far below float32's
+    assert_close(w, ref_w, atol=1e-12)
+
+
 def test_mha_errors_name_shapes():
     with pytest.raises(ValueError, match=r"d_model \(10\).*num_heads \(4\)"):
         MultiHeadAttention(10, 4)
@@ -158,17 +206,17 @@ def test_mha_errors_name_shapes():
     with pytest.raises(ValueError, match=r"query \(1, 5, 16\)"):
         mha(q[:1], k, v)
     with pytest.raises(ValueError, match=r"torch.float32 with shape \(5, 6\)"):
-        mha(q, k, v, torch.ones(5, 6))
+        mha(q, k, v, mask=torch.ones(5, 6))
     with pytest.raises(ValueError, match=r"torch.int64"):
-        mha(q, k, v, torch.ones(5, 6, dtype=torch.long))
+        mha(q, k, v, mask=torch.ones(5, 6, dtype=torch.long))
     with pytest.raises(ValueError, match=r"\(5, 5\).*\(2, 4, 5, 6\)"):
-        mha(q, k, v, torch.ones(5, 5, dtype=torch.bool), need_weights=False)
+        mha(q, k, v, mask=torch.ones(5, 5, dtype=torch.bool), need_weights=False)
 
 
 def test_kv_cache_self_attention_incremental():
     _, mha = _pair()
     x, _, _ = _inputs(T_q=5)
-    full = mha(x, x, x, causal_mask(5))[0]
+    full = mha(x, x, x, mask=causal_mask(5))[0]
     cache = KVCache()
     assert not cache.filled and len(cache) == 0
     steps = []
@@ -249,7 +297,7 @@ def test_mha_property_matches_torch(B, T, heads, d_per_head, seed, use_mask):
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(B, T, d_model, generator=g)
     allowed = random_mask(T, T, generator=g) if use_mask else None
-    out, w = mha(x, x, x, allowed)
+    out, w = mha(x, x, x, mask=allowed)
     ref_out, ref_w = ref(x, x, x, attn_mask=None if allowed is None else ~allowed,
                          average_attn_weights=False)
     assert_close(out, ref_out)

@@ -56,3 +56,12 @@ def test_bad_seed_in_environment_is_named(restore_threads, monkeypatch, bad):
     monkeypatch.setenv(SEED_ENV, bad)
     with pytest.raises(ValueError, match=SEED_ENV):
         setup_notebook(seed=0)
+
+
+def test_numpy_scalars_print_as_numbers(restore_threads):
+    setup_notebook(seed=0)
+    try:
+        # myst-nb's glue parses the printed value: "np.float64(0.25)" would not format.
+        assert repr(np.float64(0.25)) == "0.25" and repr(np.int64(3)) == "3"
+    finally:
+        np.set_printoptions(legacy=False)

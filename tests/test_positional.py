@@ -49,6 +49,17 @@ def test_table_matches_closed_form(max_len, d_model):
     assert torch.equal(pe[0, 1::2], torch.ones(d_model // 2))  # cos(0)
 
 
+def test_table_dtype_and_device():
+    pe64 = sinusoidal_positions(128, 64, dtype=torch.float64, device="cpu")
+    assert pe64.dtype == torch.float64
+    # Exact in float64 (computed there, not up-cast from float32, which errs by ~1e-8).
+    np.testing.assert_allclose(pe64.numpy(), _closed_form(128, 64), atol=1e-12, rtol=0)
+    assert PositionalEncoding(8, max_len=4, dtype=torch.float64).pe.dtype == torch.float64
+    learned = LearnedPositionalEncoding(8, max_len=4, dtype=torch.float64)
+    assert learned.embedding.weight.dtype == torch.float64
+    assert sinusoidal_positions(4, 8).dtype == torch.get_default_dtype()
+
+
 @pytest.mark.parametrize("k", [1, 3, 10])
 def test_shift_is_a_fixed_rotation(k):
     d_model = 16

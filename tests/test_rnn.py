@@ -110,6 +110,42 @@ def test_teacher_forcing_equals_step_by_step(kind):
         torch.testing.assert_close(step_logits, logits[:, t])
 
 
+def test_special_ids_come_from_the_constructor():
+    torch.manual_seed(0)
+    model = Seq2SeqRNN(V, V, 8, 16, "dot", max_len=10, pad_id=4, bos_id=5, eos_id=6,
+                       unk_id=7).eval()
+    assert (model.pad_id, model.bos_id, model.eos_id, model.unk_id) == (4, 5, 6, 7)
+    assert model.src_embed.padding_idx == 4 and model.tgt_embed.padding_idx == 4
+    with torch.no_grad():  # the model's EOS (6) is always the arg-max
+        model.out.weight.zero_()
+        model.out.bias.zero_()
+        model.out.bias[6] = 10.0
+    src = torch.tensor([[3, 8, 4, 4], [9, 10, 11, 3]])
+    tokens, _ = model.greedy_decode(src, max_len=5)  # no ids passed: the model's own
+    assert tokens.tolist() == [[6], [6]]  # stopped at the model's EOS, not at 2
+    # The BOS fed first is the model's too: the same as passing it explicitly.
+    with torch.no_grad():
+        model.out.bias[6] = 0.0
+        model.out.weight.normal_()
+    assert torch.equal(model.greedy_decode(src, max_len=5)[0],
+                       model.greedy_decode(src, 5, 6, max_len=5)[0])
+    assert not torch.equal(model.greedy_decode(src, max_len=5)[0],
+                           model.greedy_decode(src, 1, 6, max_len=5)[0])
+
+
+@pytest.mark.parametrize(
+    "ids,message",
+    [
+        (dict(pad_id=1), "bos_id and pad_id are both 1"),
+        (dict(eos_id=V), f"eos_id={V} is not a valid id for src_vocab_size={V}"),
+        (dict(unk_id=-2), "unk_id=-2"),
+    ],
+)
+def test_special_ids_are_checked(ids, message):
+    with pytest.raises(ValueError, match=message):
+        Seq2SeqRNN(V, V, 8, 16, **ids)
+
+
 def test_additive_fast_path_equals_additive_attention_module():
     model = make_model("additive")
     assert isinstance(model.attn, AdditiveAttention)
@@ -117,7 +153,7 @@ def test_additive_fast_path_equals_additive_attention_module():
     enc = model.encode(src)
     hidden = torch.randn(2, 16)
     ctx, w = model.attend(torch.tensor([3, 4]), hidden, enc)
-    ctx_ref, w_ref = model.attn(hidden, enc.memory, enc.memory, enc.src_mask)
+    ctx_ref, w_ref = model.attn(hidden, enc.memory, enc.memory, mask=enc.src_mask)
     torch.testing.assert_close(ctx, ctx_ref)
     torch.testing.assert_close(w, w_ref)
 

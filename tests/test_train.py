@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from types import SimpleNamespace
 
 import pytest
 import torch
+import torch.nn.functional as F
+from torch import nn
 
 from labformer import train as train_mod
+from labformer.multihead import MultiHeadAttention
 from labformer.train import (
     History,
     TrainConfig,
     load_checkpoint,
     lr_factor,
+    optimizer_groups,
     pick_device,
     save_checkpoint,
     setup_distributed,
@@ -36,9 +41,10 @@ def _copy_batches(num: int = 6, B: int = 8, S: int = 6, seed: int = 0) -> list:
     return batches
 
 
-def _model(seed: int = 0, dropout: float = 0.1) -> Transformer:
+def _model(seed: int = 0, dropout: float = 0.1, **config) -> Transformer:
     torch.manual_seed(seed)
-    cfg = TransformerConfig.preset("tiny", src_vocab_size=V, tgt_vocab_size=V, dropout=dropout)
+    cfg = TransformerConfig.preset("tiny", src_vocab_size=V, tgt_vocab_size=V, dropout=dropout,
+                                   **config)
     return Transformer(cfg)
 
 
@@ -63,6 +69,9 @@ def test_train_config_rejects_bad_values():
         TrainConfig(epochs=0)
     with pytest.raises(ValueError, match="label_smoothing"):
         TrainConfig(label_smoothing=1.0)
+    with pytest.raises(ValueError, match="weight_decay"):
+        TrainConfig(weight_decay=-0.1)
+    assert not hasattr(TrainConfig(), "pad_id")  # the padding id is the model's
 
 
 def test_pick_device(monkeypatch):
@@ -160,7 +169,7 @@ def test_same_seed_same_result_and_clipping_off():
     ha = train(a, _copy_batches(), _config(1, clip_norm=0.0), device="cpu", progress=False)
     hb = train(b, _copy_batches(), _config(1, clip_norm=0.0), device="cpu", progress=False)
     assert ha.step_loss == hb.step_loss
-    for p, q in zip(a.parameters(), b.parameters()):
+    for p, q in zip(a.parameters(), b.parameters(), strict=True):
         assert torch.equal(p, q)
 
 
@@ -178,7 +187,7 @@ def test_resume_equals_an_uninterrupted_run(tmp_path):
     resumed = _model(seed=123)  # different initial weights: everything must come from the file
     h_resumed = train(resumed, batches, _config(4), checkpoint=ck, resume=True, device="cpu",
                       progress=False)
-    for (name, p), q in zip(straight.named_parameters(), resumed.parameters()):
+    for (name, p), q in zip(straight.named_parameters(), resumed.parameters(), strict=True):
         assert torch.equal(p, q), name  # bitwise: same batches, dropout masks and Adam state
     assert h_resumed.step_loss == h_straight.step_loss
     assert h_resumed.epoch_loss == h_straight.epoch_loss
@@ -211,3 +220,177 @@ def test_quiet_when_not_on_a_terminal(capsys):
     train(_model(), _copy_batches(num=2), _config(1), device="cpu")  # progress=None
     captured = capsys.readouterr()
     assert captured.err == "" and captured.out == ""
+
+
+# ----------------------------------------------------------------- what one step computes
+
+
+def _padded_batch(pad: int, words: list[int], seed: int = 0) -> SimpleNamespace:
+    """Rows of different lengths, right-padded with ``pad``; about a third of tgt_out is PAD."""
+    g = torch.Generator().manual_seed(seed)
+    B, T = 6, 7
+    pick = torch.tensor(words)[torch.randint(len(words), (B, T), generator=g)]
+    lengths = [7, 2, 4, 1, 5, 3]
+    src, tgt_in, tgt_out = (torch.full((B, T + 1), pad) for _ in range(3))
+    for b, n in enumerate(lengths):
+        src[b, :n + 1] = torch.cat([pick[b, :n], torch.tensor([2])])  # words, EOS
+        tgt_in[b, :n + 1] = torch.cat([torch.tensor([1]), pick[b, :n]])  # BOS, words
+        tgt_out[b, :n + 1] = src[b, :n + 1]
+    return SimpleNamespace(src=src, tgt_in=tgt_in, tgt_out=tgt_out)
+
+
+@pytest.mark.parametrize("pad", [0, 4])
+def test_the_loss_counts_real_tokens_only(pad):
+    # pad = 4 makes 0 an ordinary word: the padding id comes from the model, not a default.
+    words = [w for w in range(V) if w not in (1, 2, 3, pad)]
+    model = _model(dropout=0.0, pad_id=pad, unk_id=3)
+    batch = _padded_batch(pad, words)
+    assert (batch.tgt_out == pad).float().mean() > 0.3
+    with torch.no_grad():
+        logits = copy.deepcopy(model)(batch.src, batch.tgt_in).flatten(0, 1)  # (B*T, V)
+    target = batch.tgt_out.flatten()
+    real = F.cross_entropy(logits, target, ignore_index=pad, label_smoothing=0.1)
+    every = F.cross_entropy(logits, target, label_smoothing=0.1)
+    assert abs(float(real - every)) > 1e-3  # counting the padding would change the loss
+    h = train(model, [batch], _config(1, label_smoothing=0.1), device="cpu", progress=False)
+    assert h.step_loss[0] == pytest.approx(float(real), abs=1e-5)
+
+
+def test_clipping_bounds_the_gradient_norm_the_optimizer_sees(monkeypatch):
+    seen = []
+    step = torch.optim.AdamW.step
+
+    def recording_step(self, *args, **kwargs):
+        grads = [p.grad for group in self.param_groups for p in group["params"]
+                 if p.grad is not None]
+        seen.append(float(torch.linalg.vector_norm(torch.stack(
+            [torch.linalg.vector_norm(g) for g in grads]))))
+        return step(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.optim.AdamW, "step", recording_step)
+    clip = 0.05
+    h = train(_model(), _copy_batches(num=4), _config(2, clip_norm=clip), device="cpu",
+              progress=False)
+    assert len(seen) == len(h.step_grad_norm) == 8
+    assert min(h.step_grad_norm) > clip  # every step needed clipping...
+    assert max(seen) <= clip * (1 + 1e-5)  # ...and got it
+    assert seen == pytest.approx([clip] * 8, rel=1e-4)
+
+
+def test_every_epoch_has_its_own_batch_order():
+    class Recording(list):
+        def __init__(self, items):
+            super().__init__(items)
+            self.calls = []
+
+        def __getitem__(self, i):
+            self.calls.append(i)
+            return super().__getitem__(i)
+
+    batches = Recording(_copy_batches(num=6))
+    train(_model(), batches, _config(3), device="cpu", progress=False)
+    epochs = [batches.calls[i:i + 6] for i in range(0, 18, 6)]
+    assert all(sorted(e) == list(range(6)) for e in epochs)  # each batch once per epoch
+    assert len({tuple(e) for e in epochs}) == 3  # and a new order every epoch
+
+
+def _decays(model: nn.Module) -> set[str]:
+    """Names of the parameters that should decay: Linear weights, nothing else."""
+    return {f"{name}.weight" if name else "weight" for name, m in model.named_modules()
+            if isinstance(m, nn.Linear)}
+
+
+def test_weight_decay_shrinks_matrices_only():
+    lr, wd = 1e-2, 0.5
+    runs = {}
+    for decay in (0.0, wd):  # one step each, from the same weights on the same batch
+        model = _model(dropout=0.0)
+        start = {n: p.detach().clone() for n, p in model.named_parameters()}
+        cfg = TrainConfig(epochs=1, lr=lr, warmup_steps=1, weight_decay=decay, clip_norm=0.0)
+        h = train(model, _copy_batches(num=1), cfg, device="cpu", progress=False)
+        assert h.step_lr == [lr]
+        runs[decay] = dict(model.named_parameters())
+    should = _decays(model)
+    assert any("embed" in n for n in runs[wd]) and any("norm" in n for n in runs[wd])
+    assert should and should < set(runs[wd])
+    for name, p in runs[wd].items():
+        q = runs[0.0][name]
+        if name in should:  # AdamW: p <- p (1 - lr wd) - update; the update is the same
+            torch.testing.assert_close(p - q, -lr * wd * start[name], atol=1e-6, rtol=1e-4)
+            assert (p - q).abs().max() > 1e-4, name
+        else:  # biases, LayerNorm gains and shifts, embeddings
+            assert torch.equal(p, q), name
+
+
+def test_optimizer_groups_split_by_module_type_and_rank():
+    model = _model(tie_embeddings=True, positional="learned")
+    decay, no_decay = optimizer_groups(model, 0.1)
+    assert (decay["weight_decay"], no_decay["weight_decay"]) == (0.1, 0.0)
+    names = {id(p): n for n, p in model.named_parameters()}
+    assert {names[id(p)] for p in decay["params"]} == _decays(model) - {"generator.weight"}
+    no = {names[id(p)] for p in no_decay["params"]}
+    assert "tgt_embed.weight" in no  # tied with the output layer: an embedding, not decayed
+    assert "positions.embedding.weight" in no
+    assert all(p.dim() < 2 for p in no_decay["params"] if "embed" not in names[id(p)])
+    assert len(decay["params"]) + len(no_decay["params"]) == len(list(model.parameters()))
+
+
+def test_eval_mode_is_deterministic_with_dropout():
+    model = _model(dropout=0.1)
+    b = _copy_batches(num=1)[0]
+    model.train()
+    assert not torch.equal(model(b.src, b.tgt_in), model(b.src, b.tgt_in))  # dropout is on
+    model.eval()
+    with torch.no_grad():
+        first = model(b.src, b.tgt_in)
+        assert torch.equal(first, model(b.src, b.tgt_in))
+        memory = model.encode(b.src)
+        assert torch.equal(memory, model.encode(b.src))
+    assert any(isinstance(m, MultiHeadAttention) for m in model.modules())
+
+
+def test_train_needs_the_models_padding_id():
+    class NoConfig(nn.Module):
+        def forward(self, src, tgt_in):
+            return torch.zeros(*tgt_in.shape, V, requires_grad=True)
+
+    with pytest.raises(TypeError, match="model.config.pad_id"):
+        train(NoConfig(), _copy_batches(num=1), _config(1), device="cpu", progress=False)
+
+
+def test_resume_restores_the_random_state_of_every_device(tmp_path, monkeypatch):
+    ck = tmp_path / "ck.pt"
+    train(_model(), _copy_batches(num=2), _config(1), checkpoint=ck, device="cpu",
+          progress=False)
+    state = load_checkpoint(ck)
+    assert state["world_size"] == 1 and len(state["per_rank"]) == 1
+    rng = state["per_rank"][0]["rng"]
+    assert set(rng) == {"cpu"} and rng["cpu"].dtype == torch.uint8
+    loaded = []
+    real = train_mod.load_checkpoint
+
+    def spy(path, map_location="cpu"):
+        loaded.append(map_location)
+        return real(path, map_location)
+
+    monkeypatch.setattr(train_mod, "load_checkpoint", spy)
+    train(_model(), _copy_batches(num=2), _config(2), checkpoint=ck, resume=True,
+          device="cpu", progress=False)
+    assert loaded == ["cpu"]  # RNG states must reach set_rng_state as CPU tensors
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_resume_on_cuda_equals_an_uninterrupted_run(tmp_path):
+    # Dropout draws from the CUDA generator here: it must be saved, and loaded via the CPU.
+    batches = _copy_batches()
+    straight = _model()
+    h_straight = train(straight, batches, _config(4), device="cuda", progress=False)
+    ck = tmp_path / "run.pt"
+    train(_model(), batches, _config(2), checkpoint=ck, device="cuda", progress=False)
+    assert "cuda" in load_checkpoint(ck)["per_rank"][0]["rng"]
+    resumed = _model(seed=123)
+    h_resumed = train(resumed, batches, _config(4), checkpoint=ck, resume=True,
+                      device="cuda", progress=False)
+    for (name, p), q in zip(straight.named_parameters(), resumed.parameters(), strict=True):
+        torch.testing.assert_close(p, q, atol=1e-5, rtol=0, msg=name)
+    assert h_resumed.step_loss == pytest.approx(h_straight.step_loss, abs=1e-5)

@@ -1,8 +1,11 @@
-"""labformer.transformer: config, masks, leaks, caching, recording, tied embeddings."""
+"""labformer.transformer: config, masks, leaks, caching, recording, tied embeddings, and the
+whole model against torch.nn.Transformer."""
 
 from __future__ import annotations
 
 import dataclasses
+import math
+import re
 
 import pytest
 import torch
@@ -68,11 +71,28 @@ def test_config_replace():
         (dict(dropout=-0.1), "dropout"),
         (dict(positional="rotary"), "'rotary'"),
         (dict(max_len=0), "max_len"),
+        (dict(bos_id=0), "bos_id and pad_id are both 0"),
+        (dict(eos_id=5), "eos_id=5 is not a valid id for src_vocab_size=5"),
+        (dict(unk_id=6, src_vocab_size=9), "unk_id=6 is not a valid id for tgt_vocab_size=6"),
+        (dict(pad_id=-1), "pad_id=-1"),
+        (dict(unk_id=2), "unk_id and eos_id are both 2"),
     ],
 )
 def test_config_validation(changes, message):
     with pytest.raises(ValueError, match=message):
         TransformerConfig.preset("tiny", **{"src_vocab_size": 5, "tgt_vocab_size": 6, **changes})
+
+
+def test_config_special_ids_reach_the_model():
+    cfg = TransformerConfig.preset("tiny", src_vocab_size=V_SRC, tgt_vocab_size=V_TGT,
+                                   pad_id=3, bos_id=0, eos_id=1, unk_id=2)
+    assert (cfg.pad_id, cfg.bos_id, cfg.eos_id, cfg.unk_id) == (3, 0, 1, 2)
+    default = TransformerConfig(5, 6)
+    assert (default.pad_id, default.bos_id, default.eos_id, default.unk_id) == (0, 1, 2, 3)
+    model = Transformer(cfg)
+    assert model.src_embed.padding_idx == 3 and model.tgt_embed.padding_idx == 3
+    tokens = torch.tensor([[5, 0, 3, 3]])
+    assert model.src_mask(tokens)[0, 0, 0].tolist() == [True, True, False, False]
 
 
 # --- model --------------------------------------------------------------------------------
@@ -92,9 +112,7 @@ def test_forward_shapes_and_masks():
     assert tm.shape == (2, 1, 6, 6)
     assert tm[1, 0].tolist() == torch.ones(6, 6, dtype=torch.bool).tril().tolist()
     assert not tm[0, 0, 5, 4] and tm[0, 0, 5, 3] and not tm[0, 0, 2, 3]
-    memory = model.encode(src)
-    assert memory.shape == (2, 7, 32)
-    assert_close(model.decode(tgt, memory, model.src_mask(src)), logits)
+    assert model.encode(src).shape == (2, 7, 32)
     assert len(model.encoder.layers) == 2 and len(model.decoder.layers) == 2
 
 
@@ -134,8 +152,23 @@ def test_padded_source_positions_do_not_leak():
     assert_close(model(src, tgt), base)
     # ... unless the padding mask is dropped, which shows the perturbation is real.
     memory = model.encode(src)
-    assert not_close(model.decode(tgt, memory, None)[1], model.decode(tgt, memory,
-                                                                      model.src_mask(src))[1])
+    see_all = torch.ones(2, 1, 1, 7, dtype=torch.bool)
+    assert not_close(model.decode(tgt, memory, see_all)[1],
+                     model.decode(tgt, memory, model.src_mask(src))[1])
+
+
+def test_decode_requires_the_memory_mask():
+    model = _model()
+    src, tgt = _batch()
+    memory = model.encode(src)
+    with pytest.raises(TypeError):
+        model.decode(tgt, memory)  # no memory_mask at all
+    with pytest.raises(ValueError, match=r"model.src_mask\(src\)"):
+        model.decode(tgt, memory, None)
+    with pytest.raises(ValueError, match=r"\(2, 1, 1, 6\).*\(2, 4, 6, 7\)"):
+        model.decode(tgt, memory, model.src_mask(src[:, :6]))  # mask of another source
+    with pytest.raises(ValueError, match="bool"):
+        model.decode(tgt, memory, model.src_mask(src).long())
 
 
 def test_padded_target_positions_do_not_leak_backwards():
@@ -227,8 +260,6 @@ def test_tied_embeddings_share_one_parameter():
     assert tied.generator.weight is tied.tgt_embed.weight
     assert untied.generator.weight is not untied.tgt_embed.weight
     assert untied.num_parameters() - tied.num_parameters() == V_TGT * 32
-    manual = sum(p.numel() for p in {id(p): p for p in tied.parameters()}.values())
-    assert tied.num_parameters() == manual
     src, tgt = _batch()
     tied(src, tgt).sum().backward()
     assert tied.generator.weight.grad is tied.tgt_embed.weight.grad
@@ -238,10 +269,11 @@ def test_transformer_errors():
     model = _model()
     src, tgt = _batch()
     memory = model.encode(src)
+    mmask = model.src_mask(src)
     with pytest.raises(ValueError, match=r"B = 2, got \(1, 7, 32\)"):
-        model.decode(tgt, memory[:1])
+        model.decode(tgt, memory[:1], mmask)
     with pytest.raises(ValueError, match=r"got \(7, 32\)"):
-        model.decode(tgt, memory[0])
+        model.decode(tgt, memory[0], mmask)
     with pytest.raises(ValueError, match=r"\(2, 7\) vs \(1, 6\)"):
         model(src, tgt[:1])
     bad = src.clone()
@@ -279,3 +311,120 @@ def test_embeddings_scaled_then_positions_added():
     assert_close(seen["enc"], model.src_embed(src) * 32**0.5 + pe[:7])
     assert_close(seen["dec"], model.tgt_embed(tgt) * 32**0.5 + pe[:6])
     assert (model.src_embed.weight[0] == 0).all()  # PAD row starts at zero
+
+
+# --- parameter count ---------------------------------------------------------------------
+
+
+def _closed_form_parameters(cfg: TransformerConfig) -> int:
+    """The parameter count from the sizes alone (Vaswani et al. 2017, Section 3)."""
+    d, f, V_s, V_t = cfg.d_model, cfg.d_ff, cfg.src_vocab_size, cfg.tgt_vocab_size
+    attention = 4 * d * d + 4 * d  # W_Q, W_K, W_V, W_O (d x d each, h heads or not) + biases
+    ffn = d * f + f + f * d + d
+    norm = 2 * d  # gain and bias
+    encoder = cfg.num_encoder_layers * (attention + ffn + 2 * norm)
+    decoder = cfg.num_decoder_layers * (2 * attention + ffn + 3 * norm)
+    final_norms = 2 * norm if cfg.norm_first else 0
+    embeddings = (V_s + V_t) * d + (cfg.max_len * d if cfg.positional == "learned" else 0)
+    generator = (0 if cfg.tie_embeddings else V_t * d) + V_t
+    return encoder + decoder + final_norms + embeddings + generator
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [{}, {"norm_first": True}, {"positional": "learned"}, {"tie_embeddings": True},
+     {"num_heads": 1, "num_encoder_layers": 1, "num_decoder_layers": 3, "d_ff": 48}],
+)
+def test_parameter_count_closed_form(overrides):
+    model = _model(**overrides)
+    assert model.num_parameters() == _closed_form_parameters(model.config)
+
+
+def test_base_preset_has_the_papers_parameter_count():
+    """Table 3: the base model has 65M parameters, with one 37000-token vocabulary shared by
+    both embeddings and the output layer. labformer ties the target embedding and the output;
+    the paper's model also shares the source embedding, so it is left out of the count here."""
+    cfg = TransformerConfig.preset("base", src_vocab_size=37000, tgt_vocab_size=37000,
+                                   tie_embeddings=True)
+    shared_vocab_count = _closed_form_parameters(cfg) - 37000 * cfg.d_model
+    assert abs(shared_vocab_count / 65e6 - 1) < 0.05, shared_vocab_count  # 63.1M
+
+
+# --- the whole model against torch.nn.Transformer ----------------------------------------
+
+
+def _torch_transformer(model: Transformer) -> nn.Transformer:
+    """A torch.nn.Transformer holding ``model``'s encoder and decoder stacks, weights translated
+    name by name; a final norm only in the Pre-LN form, as in labformer (and the paper)."""
+    cfg = model.config
+    kw = dict(d_model=cfg.d_model, nhead=cfg.num_heads, dim_feedforward=cfg.d_ff,
+              dropout=cfg.dropout, batch_first=True, norm_first=cfg.norm_first)
+
+    def final_norm():
+        return nn.LayerNorm(cfg.d_model) if cfg.norm_first else None
+
+    encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(**kw), cfg.num_encoder_layers,
+                                    norm=final_norm(), enable_nested_tensor=False)
+    decoder = nn.TransformerDecoder(nn.TransformerDecoderLayer(**kw), cfg.num_decoder_layers,
+                                    norm=final_norm())
+    ref = nn.Transformer(custom_encoder=encoder, custom_decoder=decoder, **kw)
+    state: dict[str, object] = {}
+    for name, t in model.state_dict().items():
+        if not name.startswith(("encoder.", "decoder.")):
+            continue  # embeddings, positions and generator stay outside nn.Transformer
+        name = re.sub(r"sublayer(\d)\.norm", r"norm\1", name)
+        name = name.replace(".cross_attn.", ".multihead_attn.").replace(".ffn.", ".")
+        packed = re.fullmatch(r"(.*)\.([qkv])_proj\.(weight|bias)", name)
+        if packed:  # torch packs W_Q, W_K, W_V into one in_proj matrix
+            parts = state.setdefault(f"{packed[1]}.in_proj_{packed[3]}", [None] * 3)
+            parts["qkv".index(packed[2])] = t
+        else:
+            state[name] = t
+    ref.load_state_dict({k: torch.cat(v) if isinstance(v, list) else v for k, v in state.items()})
+    return ref
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("train", [False, True])
+def test_whole_model_matches_torch_transformer(norm_first, train):
+    model = _model(norm_first=norm_first)
+    g = torch.Generator().manual_seed(7)
+    with torch.no_grad():  # non-trivial biases and norm gains, so that mix-ups show
+        for name, p in model.named_parameters():
+            if p.dim() == 1:
+                p.copy_(torch.randn(p.shape, generator=g) * 0.5 + ("norm" in name and
+                                                                   "weight" in name))
+    ref = _torch_transformer(model)
+    model.train(train), ref.train(train)  # dropout is 0: train mode takes torch's slow path
+    src, tgt = _batch()
+    tgt[0, 4:] = 0  # target padding as well as source padding
+    scale = math.sqrt(model.config.d_model)
+    with torch.no_grad():
+        src_x = model.positions(model.src_embed(src) * scale)  # (B, S, d_model)
+        tgt_x = model.positions(model.tgt_embed(tgt) * scale)  # (B, T, d_model)
+        src_kpm, tgt_kpm = src == 0, tgt == 0  # torch: True = ignore
+        memory = ref.encoder(src_x, src_key_padding_mask=src_kpm)
+        out = ref(src_x, tgt_x, tgt_mask=~torch.ones(6, 6, dtype=torch.bool).tril(),
+                  src_key_padding_mask=src_kpm, tgt_key_padding_mask=tgt_kpm,
+                  memory_key_padding_mask=src_kpm, tgt_is_causal=True)
+        expected = model.generator(out)  # (B, T, V)
+        ours_memory, logits = model.encode(src), model(src, tgt)
+    real = ~src_kpm
+    assert_close(ours_memory[real], memory[real])  # torch's eval path may zero padded rows
+    assert_close(logits, expected)
+
+
+# --- device and dtype ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("positional", ["sinusoidal", "learned"])
+def test_factory_dtype(positional):
+    m32 = _model(positional=positional)
+    m64 = Transformer(m32.config, dtype=torch.float64, device="cpu").eval()
+    tensors = list(m64.parameters()) + list(m64.buffers())
+    assert {t.dtype for t in tensors} == {torch.float64}
+    m64.load_state_dict(m32.state_dict())
+    src, tgt = _batch()
+    out = m64(src, tgt)
+    assert out.dtype == torch.float64
+    assert_close(out, m32(src, tgt).double(), atol=1e-4)

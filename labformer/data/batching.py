@@ -20,7 +20,8 @@ class Batch(NamedTuple):
     src: torch.Tensor  # (B, S) long
     tgt_in: torch.Tensor  # (B, T) long, starts with BOS
     tgt_out: torch.Tensor  # (B, T) long, ends with EOS (before padding)
-    index: torch.Tensor  # (B,) long, position of each row in the ``pairs_ids`` given
+    # (B,) long, position of each row in the ``pairs_ids`` given (shadows tuple.index)
+    index: torch.Tensor  # type: ignore[assignment]
 
     def to(self, device: torch.device | str) -> Batch:
         """The same batch on ``device``."""

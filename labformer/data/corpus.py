@@ -66,11 +66,11 @@ class Corpus:
         pairs = ", ".join(f"{adj}+{noun}" for adj, noun in self.heldout_pairs)
         return "\n".join([
             f"toy corpus {s['direction']}, seed {s['seed']}",
-            f"  pairs: train {s['train']}, valid {s['valid']}, test {s['test']} "
-            f"({s['test_heldout']} with a held-out adjective-noun pair)",
+            (f"  pairs: train {s['train']}, valid {s['valid']}, test {s['test']} "
+             f"({s['test_heldout']} with a held-out adjective-noun pair)"),
             f"  train vocabulary: {s['src_vocab']} source, {s['tgt_vocab']} target words",
-            "  tokens per sentence (min, max, mean): "
-            f"source {s['src_len']}, target {s['tgt_len']}",
+            ("  tokens per sentence (min, max, mean): "
+             f"source {s['src_len']}, target {s['tgt_len']}"),
             f"  held-out pairs: {pairs}",
         ])
 

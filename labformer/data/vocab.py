@@ -47,6 +47,11 @@ class Vocab:
     def __repr__(self) -> str:
         return f"Vocab(size={len(self)})"
 
+    def special_ids(self) -> dict[str, int]:
+        """PAD, BOS, EOS, UNK by name, as a model's config takes them: ``{"pad_id": 0, ...}``."""
+        return {"pad_id": self.pad_id, "bos_id": self.bos_id, "eos_id": self.eos_id,
+                "unk_id": self.unk_id}
+
     def token_to_id(self, token: str) -> int:
         """Id of ``token``, or UNK."""
         return self.stoi.get(token, self.unk_id)

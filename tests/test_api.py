@@ -1,0 +1,95 @@
+"""The package's public surface: what ``import labformer`` offers, and what it costs."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import labformer
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAVY = ("sacrebleu", "tqdm", "matplotlib", "seaborn")
+
+
+def _modules_loaded_by(code: str) -> list[str]:
+    """The modules of HEAVY + torch that ``code`` leaves in sys.modules, in a fresh process."""
+    probe = f"{code}\nprint(sorted(m for m in {(*HEAVY, 'torch')!r} if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", "import sys\n" + probe], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1].replace("'", '"'))
+
+
+def test_import_labformer_loads_no_plotting_metrics_or_progress_library():
+    assert _modules_loaded_by("import labformer") == []
+
+
+def test_training_and_translating_modules_load_metrics_and_plots_on_use_only():
+    loaded = _modules_loaded_by("import labformer.translate, labformer.train, labformer.cli")
+    assert "torch" in loaded  # (torch itself may load tqdm)
+    assert not {"sacrebleu", "matplotlib", "seaborn"} & set(loaded)
+
+
+def test_help_does_not_load_torch():
+    code = ("sys.argv = ['labformer', '--help']\nfrom labformer.cli import main\n"
+            "try:\n    main()\nexcept SystemExit as e:\n    assert e.code == 0")
+    assert _modules_loaded_by(code) == []
+
+
+def test_every_public_name_resolves_to_its_module():
+    assert labformer.__all__ == sorted(labformer.__all__)
+    for name in labformer.__all__:
+        home = importlib.import_module(f"labformer.{labformer._MODULE_OF[name]}")
+        assert getattr(labformer, name) is getattr(home, name), name
+    assert set(labformer.__all__) <= set(dir(labformer))
+    public = {n for names in labformer._HOME.values() for n in names}
+    assert public == set(labformer.__all__)
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        labformer.nope  # noqa: B018
+
+
+def test_test_doubles_live_in_labformer_testing():
+    from labformer import decoding, testing
+
+    assert "PrefixTableModel" not in labformer.__all__
+    assert not hasattr(decoding, "PrefixTableModel")
+    assert testing.PrefixTableModel.__module__ == "labformer.testing"
+
+
+def _book_imports() -> list[tuple[str, str, str]]:
+    """(notebook, module, name) for every ``from labformer... import ...`` in the book."""
+    found = []
+    for path in sorted((ROOT / "book").glob("*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] != "code":
+                continue
+            source = "".join(cell["source"])
+            for m in re.finditer(r"^\s*from (labformer[\w.]*) import (\([^)]*\)|[^\n]*)",
+                                 source, re.M):
+                names = m.group(2).strip("()").split("#")[0]
+                found += [(path.name, m.group(1), n.strip()) for n in names.split(",")
+                          if n.strip()]
+    return found
+
+
+def test_every_name_the_book_imports_is_importable_from_there():
+    imports = _book_imports()
+    assert len(imports) > 30  # the parser found the chapters' imports
+    for notebook, module, name in imports:
+        assert hasattr(importlib.import_module(module), name), (notebook, module, name)
+
+
+def test_every_labformer_attribute_the_book_mentions_exists():
+    # Text and code alike: "measure it with `labformer.AdditiveAttention`" must work.
+    for path in sorted((ROOT / "book").glob("*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            for name in re.findall(r"\blabformer\.(\w+)", "".join(cell["source"])):
+                assert (hasattr(labformer, name)
+                        or importlib.util.find_spec(f"labformer.{name}")), (path.name, name)
