@@ -16,7 +16,16 @@ from typing import Any
 import torch
 from torch import nn
 
-from .data import Corpus, Vocab, build_vocabs, detokenize, encode_pairs, make_batches, tokenize
+from .data import (
+    Corpus,
+    SentencePair,
+    Vocab,
+    build_vocabs,
+    detokenize,
+    encode_pairs,
+    make_batches,
+    tokenize,
+)
 from .decoding import beam_search, greedy_decode
 from .metrics import corpus_bleu, corpus_chrf, exact_match
 from .train import History, TrainConfig, load_checkpoint, pick_device, train
@@ -33,7 +42,6 @@ __all__ = [
     "train_translator",
 ]
 
-SentencePair = tuple[str, str]
 
 # The toy translator's sizes: small enough to train on two CPU cores in about two minutes,
 # large enough to reach BLEU > 90 on the generated corpus. Pre-LN trains stably at this rate.

@@ -14,12 +14,13 @@ from labformer.data.batching import (
 )
 from labformer.data.corpus import Corpus, candidate_pairs, generate_corpus
 from labformer.data.pairs import load_pairs, save_pairs
-from labformer.data.text import detokenize, tokenize
+from labformer.data.text import SentencePair, detokenize, tokenize
 from labformer.data.vocab import Vocab
 
 __all__ = [
     "Batch",
     "Corpus",
+    "SentencePair",
     "Vocab",
     "build_vocabs",
     "candidate_pairs",

@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 import torch
 
-from labformer.data.text import tokenize
+from labformer.data.text import SentencePair, tokenize
 from labformer.data.vocab import Vocab
 
 IdPair = tuple[list[int], list[int]]
@@ -43,13 +43,13 @@ def pad_sequences(seqs: Sequence[Sequence[int]], pad_id: int = Vocab.pad_id) -> 
     return out
 
 
-def encode_pairs(pairs: Sequence[tuple[str, str]], src_vocab: Vocab, tgt_vocab: Vocab
+def encode_pairs(pairs: Sequence[SentencePair], src_vocab: Vocab, tgt_vocab: Vocab
                  ) -> list[IdPair]:
     """Tokenise and encode sentence pairs; both sides end with EOS."""
     return [(src_vocab.encode(tokenize(s)), tgt_vocab.encode(tokenize(t))) for s, t in pairs]
 
 
-def build_vocabs(pairs: Sequence[tuple[str, str]], min_freq: int = 1) -> tuple[Vocab, Vocab]:
+def build_vocabs(pairs: Sequence[SentencePair], min_freq: int = 1) -> tuple[Vocab, Vocab]:
     """Source and target vocabularies of tokenised sentence pairs."""
     return (Vocab.build((tokenize(s) for s, _ in pairs), min_freq),
             Vocab.build((tokenize(t) for _, t in pairs), min_freq))

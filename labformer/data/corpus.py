@@ -22,10 +22,9 @@ from dataclasses import dataclass, field
 
 from labformer.data import lexicon as lx
 from labformer.data.grammar import Pair, SentenceGenerator
-from labformer.data.text import detokenize, tokenize
+from labformer.data.text import SentencePair, detokenize, tokenize
 
 DIRECTIONS = ("fr-en", "en-fr")
-SentencePair = tuple[str, str]
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,11 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from labformer.data.text import SentencePair
+
 
 def load_pairs(path: str | os.PathLike[str], src_col: int = 0, tgt_col: int = 1
-               ) -> list[tuple[str, str]]:
+               ) -> list[SentencePair]:
     """Sentence pairs from a UTF-8 file with one tab-separated pair per line.
 
     Extra columns (an attribution, say) are ignored and blank lines skipped. A line with too

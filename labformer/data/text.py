@@ -11,6 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+#: A (source sentence, target sentence) pair: the one type for a parallel corpus's rows.
+SentencePair = tuple[str, str]
+
 # An elided word with its apostrophe, then words (hyphens inside), then any other symbol.
 _TOKEN = re.compile(r"\w+'|\w+(?:-\w+)*|[^\w\s]")
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u02bc": "'"})  # typographic -> ASCII
