@@ -48,7 +48,7 @@ def _parser() -> argparse.ArgumentParser:
                     "translate, evaluate.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     # The translator is small: a second thread gains little, and on a busy machine threads wait
-    # on each other. One thread also gives the same numbers as chapter 10 on every machine.
+    # on each other. (Numbers still differ across CPUs: each runs its own float kernels.)
     threads = argparse.ArgumentParser(add_help=False)
     threads.add_argument("--threads", type=_positive, default=1,
                          help="CPU threads for torch (default 1)")
