@@ -43,9 +43,10 @@ def sinusoidal_positions(
 class _Positions(nn.Module):
     """Shared forward: add rows offset..offset+T of a (max_len, d_model) table, then dropout."""
 
-    max_len: int
-    d_model: int
-    dropout: nn.Dropout
+    def __init__(self, d_model: int, max_len: int, dropout: float) -> None:
+        super().__init__()
+        self.d_model, self.max_len = d_model, max_len
+        self.dropout = nn.Dropout(dropout)
 
     def table(self) -> Tensor:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -64,7 +65,8 @@ class _Positions(nn.Module):
 
 
 class PositionalEncoding(_Positions):
-    """Adds the fixed sinusoidal table (a buffer: saved with the model, never trained)."""
+    """Adds the fixed sinusoidal table (a buffer: moves with the model, never trained; rebuilt
+    rather than saved in the state dict)."""
 
     pe: Tensor
 
@@ -77,9 +79,7 @@ class PositionalEncoding(_Positions):
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
     ) -> None:
-        super().__init__()
-        self.d_model, self.max_len = d_model, max_len
-        self.dropout = nn.Dropout(dropout)
+        super().__init__(d_model, max_len, dropout)
         table = sinusoidal_positions(max_len, d_model, device=device, dtype=dtype)
         self.register_buffer("pe", table, persistent=False)
 
@@ -99,11 +99,9 @@ class LearnedPositionalEncoding(_Positions):
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
     ) -> None:
-        super().__init__()
         if max_len <= 0 or d_model <= 0:
             raise ValueError(f"need positive max_len and d_model, got {max_len}, {d_model}")
-        self.d_model, self.max_len = d_model, max_len
-        self.dropout = nn.Dropout(dropout)
+        super().__init__(d_model, max_len, dropout)
         self.embedding = nn.Embedding(max_len, d_model, device=device, dtype=dtype)
         nn.init.normal_(self.embedding.weight, std=0.02)
 

@@ -331,7 +331,6 @@ def train(
                 "per_rank": per_rank,  # [rank] -> {"rng": {"cpu", "cuda"?}, "history"}
                 "history": dataclasses.asdict(history),
                 "train_config": dataclasses.asdict(config),
-                "world_size": world,
                 **(extra_state or {}),
             })
         if world > 1:

@@ -15,7 +15,7 @@ import torch
 from torch import Tensor, nn
 
 from .layers import DecoderLayer, EncoderLayer
-from .masks import causal_mask, check_mask, check_special_ids, padding_mask
+from .masks import causal_mask, check_special_ids, padding_mask
 from .multihead import KVCache
 from .positional import LearnedPositionalEncoding, PositionalEncoding
 
@@ -260,9 +260,8 @@ class Transformer(nn.Module):
         if memory_mask is None:
             raise ValueError("decode needs the memory_mask of the encoded source, "
                              "model.src_mask(src) (B, 1, 1, S); None would attend to padding")
-        B, S = memory.shape[:2]
+        # Its shape is checked where it is used, by every cross-attention.
         T = tgt.shape[1]
-        check_mask(memory_mask, (B, self.config.num_heads, T, S))
         offset = 0 if cache is None else cache.offset
         x = self._embed(tgt, self.tgt_embed, offset)
         if cache is None:

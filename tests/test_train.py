@@ -363,7 +363,7 @@ def test_resume_restores_the_random_state_of_every_device(tmp_path, monkeypatch)
     train(_model(), _copy_batches(num=2), _config(1), checkpoint=ck, device="cpu",
           progress=False)
     state = load_checkpoint(ck)
-    assert state["world_size"] == 1 and len(state["per_rank"]) == 1
+    assert len(state["per_rank"]) == 1
     rng = state["per_rank"][0]["rng"]
     assert set(rng) == {"cpu"} and rng["cpu"].dtype == torch.uint8
     loaded = []
