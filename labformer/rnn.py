@@ -34,6 +34,7 @@ Design choices (all variants share them):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
@@ -43,9 +44,25 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from .attention import AdditiveAttention, DotAttention, Scorer, attend
 from .masks import check_special_ids
 
-__all__ = ["ATTENTION_KINDS", "EncoderOutput", "Seq2SeqRNN"]
+__all__ = ["ATTENTION_KINDS", "EncoderOutput", "RNNConfig", "Seq2SeqRNN", "TeacherForcedRNN"]
 
 ATTENTION_KINDS = ("none", "source", "additive", "dot")
+
+
+@dataclass(frozen=True)
+class RNNConfig:
+    """The sizes and special ids a :class:`Seq2SeqRNN` was built with (its ``config``)."""
+
+    src_vocab_size: int
+    tgt_vocab_size: int
+    emb_dim: int  # token embedding size, source and target
+    hidden_dim: int  # GRU state size H, encoder (per direction) and decoder
+    attention: str  # one of ATTENTION_KINDS
+    max_len: int  # position slots of the "source" scorer
+    pad_id: int
+    bos_id: int
+    eos_id: int
+    unk_id: int
 
 
 class EncoderOutput(NamedTuple):
@@ -104,6 +121,8 @@ class Seq2SeqRNN(nn.Module):
             {"pad_id": pad_id, "bos_id": bos_id, "eos_id": eos_id, "unk_id": unk_id},
             {"src_vocab_size": src_vocab_size, "tgt_vocab_size": tgt_vocab_size},
         )
+        self.config = RNNConfig(src_vocab_size, tgt_vocab_size, emb_dim, hidden_dim, attention,
+                                max_len, pad_id, bos_id, eos_id, unk_id)
         self.attention_kind = attention
         self.hidden_dim = hidden_dim
         self.max_len = max_len
@@ -250,3 +269,20 @@ class Seq2SeqRNN(nn.Module):
                 break
         out_weights = torch.stack(weights, dim=1) if weights else None  # (B, L, S)
         return torch.stack(tokens, dim=1), out_weights  # (B, L)
+
+
+class TeacherForcedRNN(nn.Module):
+    """A :class:`Seq2SeqRNN` as ``labformer.train.train`` sees a model: logits only.
+
+    forward(src (B, S), tgt_in (B, T)) -> logits (B, T, V); ``config`` is the wrapped model's,
+    so the training loop finds ``config.pad_id``. The parameters are the wrapped model's own:
+    training the adapter trains ``rnn``.
+    """
+
+    def __init__(self, rnn: Seq2SeqRNN) -> None:
+        super().__init__()
+        self.rnn = rnn
+        self.config = rnn.config
+
+    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        return self.rnn(src, tgt_in)[0]  # (B, T, V); the weights are not needed for the loss

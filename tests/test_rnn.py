@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from labformer.attention import AdditiveAttention
-from labformer.rnn import ATTENTION_KINDS, Seq2SeqRNN
+from labformer.rnn import ATTENTION_KINDS, RNNConfig, Seq2SeqRNN, TeacherForcedRNN
 
 PAD, BOS, EOS = 0, 1, 2
 V = 12
@@ -293,3 +293,41 @@ def test_tiny_training_run_learns_reversal_with_additive_attention(flush_denorma
     real = tgt_out != PAD
     acc = (tokens == tgt_out)[real].float().mean().item()
     assert acc > 0.95, acc
+
+
+def test_config_records_the_constructor_arguments():
+    model = Seq2SeqRNN(V, V + 1, emb_dim=8, hidden_dim=16, attention="dot", max_len=10,
+                       pad_id=3, bos_id=2, eos_id=1, unk_id=0)
+    assert model.config == RNNConfig(V, V + 1, 8, 16, "dot", 10, 3, 2, 1, 0)
+    assert (model.pad_id, model.bos_id, model.eos_id, model.unk_id) == (3, 2, 1, 0)
+
+
+def test_teacher_forced_adapter_returns_the_models_logits_and_shares_its_parameters():
+    rnn = make_model("additive")
+    adapter = TeacherForcedRNN(rnn).eval()
+    src, tgt = padded_batch([5, 3, 7]), torch.randint(3, V, (3, 4))
+    torch.testing.assert_close(adapter(src, tgt), rnn(src, tgt)[0], rtol=0, atol=0)
+    assert adapter.config.pad_id == rnn.pad_id
+    assert {id(p) for p in adapter.parameters()} == {id(p) for p in rnn.parameters()}
+
+
+def test_adapter_trains_with_the_shared_training_loop(flush_denormals):
+    """labformer.train.train, the Transformer's loop, trains the GRU through the adapter."""
+    from types import SimpleNamespace
+
+    from labformer.train import TrainConfig, train
+
+    g = torch.Generator().manual_seed(0)
+    batches = []
+    for _ in range(30):
+        src, tgt_in, tgt_out = _reverse_batch(64, g)
+        batches.append(SimpleNamespace(src=src, tgt_in=tgt_in, tgt_out=tgt_out))
+    torch.manual_seed(0)
+    rnn = Seq2SeqRNN(V, V, emb_dim=16, hidden_dim=32, attention="additive", max_len=10)
+    history = train(TeacherForcedRNN(rnn), batches,
+                    TrainConfig(epochs=3, lr=1e-2, warmup_steps=10, label_smoothing=0.0),
+                    device="cpu", progress=False)
+    assert len(history.step_loss) == 90
+    first, last = sum(history.step_loss[:10]) / 10, sum(history.step_loss[-10:]) / 10
+    assert last < first / 2, f"the loss should fall by half or more: {first:.3f} -> {last:.3f}"
+    assert not rnn.training, "train() leaves the model in eval mode"

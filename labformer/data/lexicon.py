@@ -379,3 +379,64 @@ def lexicon_words() -> tuple[set[str], set[str]]:
     fr.update(CITIES)
     en.update(CITIES.values())
     return fr, en
+
+
+def _lexical_verbs() -> tuple[Verb, ...]:
+    """Verbs with a meaning of their own: every verb but the auxiliaries être and avoir."""
+    return (ALLER, VENIR, HABITER, *TRANSITIVE_VERBS, *INTRANSITIVE_VERBS)
+
+
+def content_translations() -> dict[str, frozenset[str]]:
+    """English content word -> the French word forms that the grammar translates into it.
+
+    Content words are nouns, adjectives, professions, cities and the head word of every verb
+    but être and avoir (*look* of *look at*); articles, pronouns, prepositions, numbers and
+    auxiliaries are function words and are left out. An English word may come from several
+    French forms (*friend*: ami, amie, and every form of an adjective).
+    """
+    table: dict[str, set[str]] = {}
+
+    def add(en: str | None, *fr: str | None) -> None:
+        if en:
+            table.setdefault(en, set()).update(f for f in fr if f)
+
+    for noun in NOUNS:
+        add(noun.en, noun.fr)
+        add(noun.en_pl, noun.fr_pl)
+    for adj in ADJECTIVES:
+        for en in (adj.en, adj.en_person):
+            add(en, *adj.forms, adj.before_vowel)
+    for prof in PROFESSIONS:
+        add(prof.en, *prof.forms[:2])
+        add(prof.en_pl, *prof.forms[2:])
+    for fr_city, en_city in CITIES.items():
+        add(en_city, fr_city)
+    for verb in _lexical_verbs():
+        english = [(verb.en, verb.en_3sg)] + [(b, t) for _, b, t in verb.en_by_class]
+        for base, third in english:
+            add(base.split()[0], *verb.forms)
+            add(third.split()[0], *verb.forms)
+    return {en: frozenset(fr) for en, fr in table.items()}
+
+
+_CONTENT = content_translations()
+
+
+def align_content_words(src_tokens: list[str], tgt_tokens: list[str]
+                        ) -> list[tuple[int, int]]:
+    """Word alignment of a fr -> en sentence pair: ``(target index, source index)`` pairs.
+
+    One pair for each English content word (see :func:`content_translations`) whose French
+    counterpart is unambiguous: exactly one source token is a form that translates it. Words
+    whose counterpart occurs twice or not at all (*the black cat sees a black dog*) are left
+    out rather than guessed. Indices are token positions (``labformer.data.tokenize``).
+    """
+    pairs = []
+    for i, word in enumerate(tgt_tokens):
+        forms = _CONTENT.get(word)
+        if forms is None:
+            continue
+        where = [j for j, token in enumerate(src_tokens) if token in forms]
+        if len(where) == 1:
+            pairs.append((i, where[0]))
+    return pairs
