@@ -4,6 +4,8 @@ Each sublayer is wrapped in a residual connection and a LayerNorm. The paper nor
 the residual sum (Post-LN, ``norm_first=False``); Xiong et al. (2020) normalise the sublayer's
 input instead (Pre-LN, ``norm_first=True``), which trains without warm-up. Both are here, and
 both match ``torch.nn.TransformerEncoderLayer`` / ``TransformerDecoderLayer`` in the tests.
+Two switches exist for ablations only: ``residual=False`` drops the skip connection (the
+sublayer's output replaces its input) and ``scale_scores=False`` drops the 1/sqrt(d_k).
 """
 
 from __future__ import annotations
@@ -48,14 +50,19 @@ def residual(
     dropout: Callable[[Tensor], Tensor],
     norm_first: bool,
     *args: Any,
+    skip: bool = True,
 ) -> Tensor:
     """Post-LN: norm(x + sublayer(x)); Pre-LN: x + sublayer(norm(x)). Dropout on the branch.
 
-    Extra ``args`` go to the sublayer after its input: ``sublayer(y, *args)``.
+    Extra ``args`` go to the sublayer after its input: ``sublayer(y, *args)``. ``skip=False``
+    removes the skip connection, the norm staying where it was: norm(sublayer(x)) (Post-LN),
+    sublayer(norm(x)) (Pre-LN).
     """
     if norm_first:
-        return x + dropout(sublayer(norm(x), *args))
-    return norm(x + dropout(sublayer(x, *args)))
+        branch = dropout(sublayer(norm(x), *args))
+        return x + branch if skip else branch
+    branch = dropout(sublayer(x, *args))
+    return norm(x + branch if skip else branch)
 
 
 class ResidualSublayer(nn.Module):
@@ -63,7 +70,8 @@ class ResidualSublayer(nn.Module):
 
     ``forward(x, sublayer, *args)`` is :func:`residual` with this module's norm and dropout;
     ``args`` (a mask, a cache) go on to ``sublayer(y, *args)``. The Annotated Transformer's
-    ``SublayerConnection``, with both placements of the norm.
+    ``SublayerConnection``, with both placements of the norm. ``residual=False`` (an ablation)
+    drops the skip connection: the branch replaces its input.
     """
 
     def __init__(
@@ -73,20 +81,23 @@ class ResidualSublayer(nn.Module):
         norm_first: bool = False,
         layer_norm_eps: float = 1e-5,
         *,
+        residual: bool = True,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
         self.norm_first = norm_first
+        self.residual = residual
         self.norm = nn.LayerNorm(d_model, eps=layer_norm_eps, device=device, dtype=dtype)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: Tensor, sublayer: Callable[..., Tensor], *args: Any) -> Tensor:
         """x (B, T, d_model) -> (B, T, d_model)."""
-        return residual(x, sublayer, self.norm, self.dropout, self.norm_first, *args)
+        return residual(x, sublayer, self.norm, self.dropout, self.norm_first, *args,
+                        skip=self.residual)
 
     def extra_repr(self) -> str:
-        return f"norm_first={self.norm_first}"
+        return f"norm_first={self.norm_first}" + ("" if self.residual else ", residual=False")
 
 
 class EncoderLayer(nn.Module):
@@ -97,6 +108,8 @@ class EncoderLayer(nn.Module):
         dropout: on the attention weights, inside the FFN and on each residual branch.
         norm_first: False for Post-LN (the paper), True for Pre-LN.
         layer_norm_eps, device, dtype: as in ``torch.nn.TransformerEncoderLayer``.
+        residual: False drops every skip connection (an ablation; norms stay in place).
+        scale_scores: False leaves the attention scores undivided by sqrt(d_k) (an ablation).
     """
 
     def __init__(
@@ -108,17 +121,21 @@ class EncoderLayer(nn.Module):
         norm_first: bool = False,
         layer_norm_eps: float = 1e-5,
         *,
+        residual: bool = True,
+        scale_scores: bool = True,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
         factory: dict[str, Any] = {"device": device, "dtype": dtype}
         self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, **factory)
+        attn: dict[str, Any] = {"dropout": dropout, "scale": None if scale_scores else 1.0}
+        self.self_attn = MultiHeadAttention(d_model, num_heads, **attn, **factory)
         self.ffn = FeedForward(d_model, d_ff, dropout, **factory)
         sub = (d_model, dropout, norm_first, layer_norm_eps)
-        self.sublayer1 = ResidualSublayer(*sub, **factory)  # around self-attention
-        self.sublayer2 = ResidualSublayer(*sub, **factory)  # around the FFN
+        sub_kw: dict[str, Any] = {"residual": residual, **factory}
+        self.sublayer1 = ResidualSublayer(*sub, **sub_kw)  # around self-attention
+        self.sublayer2 = ResidualSublayer(*sub, **sub_kw)  # around the FFN
 
     def forward(self, x: Tensor, *, mask: Tensor | None = None) -> Tensor:
         """x (B, S, d_model) -> (B, S, d_model); mask broadcastable to (B, h, S, S),
@@ -150,19 +167,23 @@ class DecoderLayer(nn.Module):
         norm_first: bool = False,
         layer_norm_eps: float = 1e-5,
         *,
+        residual: bool = True,
+        scale_scores: bool = True,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
         factory: dict[str, Any] = {"device": device, "dtype": dtype}
         self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, **factory)
-        self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, **factory)
+        attn: dict[str, Any] = {"dropout": dropout, "scale": None if scale_scores else 1.0}
+        self.self_attn = MultiHeadAttention(d_model, num_heads, **attn, **factory)
+        self.cross_attn = MultiHeadAttention(d_model, num_heads, **attn, **factory)
         self.ffn = FeedForward(d_model, d_ff, dropout, **factory)
         sub = (d_model, dropout, norm_first, layer_norm_eps)
-        self.sublayer1 = ResidualSublayer(*sub, **factory)  # around masked self-attention
-        self.sublayer2 = ResidualSublayer(*sub, **factory)  # around cross-attention
-        self.sublayer3 = ResidualSublayer(*sub, **factory)  # around the FFN
+        sub_kw: dict[str, Any] = {"residual": residual, **factory}
+        self.sublayer1 = ResidualSublayer(*sub, **sub_kw)  # around masked self-attention
+        self.sublayer2 = ResidualSublayer(*sub, **sub_kw)  # around cross-attention
+        self.sublayer3 = ResidualSublayer(*sub, **sub_kw)  # around the FFN
 
     def forward(
         self,

@@ -63,6 +63,8 @@ class MultiHeadAttention(nn.Module):
         num_heads: h; each head attends in d_k = d_model / h dimensions.
         dropout: probability of dropping an attention weight, in training mode only.
         bias: whether the four projections have biases.
+        scale: multiplies the scores q.k; None is the paper's 1/sqrt(d_k), 1.0 leaves them
+            unscaled (an ablation).
         device, dtype: where and in which precision to create the parameters (as in torch.nn).
     """
 
@@ -73,6 +75,7 @@ class MultiHeadAttention(nn.Module):
         dropout: float = 0.0,
         bias: bool = True,
         *,
+        scale: float | None = None,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
     ) -> None:
@@ -84,6 +87,7 @@ class MultiHeadAttention(nn.Module):
         self.d_model = d_model
         self.num_heads = num_heads
         self.d_k = d_model // num_heads
+        self.scale = scale  # None: 1/sqrt(d_k), decided where the scores are computed
         # A module, not a float, so that .eval() switches it off like every other dropout.
         self.dropout = nn.Dropout(dropout)
         factory: dict[str, Any] = {"device": device, "dtype": dtype}
@@ -129,12 +133,14 @@ class MultiHeadAttention(nn.Module):
         p = self.dropout.p if self.dropout.training else 0.0
         weights: Tensor | None = None
         if need_weights or self._recorder is not None:
-            out, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=p)
+            out, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=p,
+                                                        scale=self.scale)
             if self._recorder is not None:
                 maps, name = self._recorder
                 maps[name] = weights.detach()
         else:
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p,
+                                                 scale=self.scale)
         out = out.transpose(1, 2).reshape(B, T_q, self.d_model)  # (B, T_q, h * d_k)
         return self.out_proj(out), (weights if need_weights else None)
 
@@ -146,6 +152,10 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(f"last dim must be d_model={self.d_model}, got {shapes}")
         if key.shape[:2] != value.shape[:2] or query.shape[0] != key.shape[0]:
             raise ValueError(f"batch sizes and key/value lengths must agree, got {shapes}")
+
+    def extra_repr(self) -> str:
+        scale = "" if self.scale is None else f", scale={self.scale}"
+        return f"d_model={self.d_model}, num_heads={self.num_heads}{scale}"
 
     @classmethod
     def from_torch(cls, m: nn.MultiheadAttention) -> MultiHeadAttention:

@@ -1,7 +1,7 @@
 """Positional encodings: attention alone cannot tell word order, so positions are added to it.
 
 PE[pos, 2i] = sin(pos / 10000^(2i / d_model)), PE[pos, 2i + 1] = cos(pos / 10000^(2i / d_model))
-(Vaswani et al. 2017, Section 3.5), or a learned table of the same shape.
+(Vaswani et al. 2017, Section 3.5), or a learned table of the same shape, or (an ablation) none.
 """
 
 from __future__ import annotations
@@ -12,7 +12,12 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-__all__ = ["sinusoidal_positions", "PositionalEncoding", "LearnedPositionalEncoding"]
+__all__ = [
+    "sinusoidal_positions",
+    "PositionalEncoding",
+    "LearnedPositionalEncoding",
+    "NoPositionalEncoding",
+]
 
 
 def sinusoidal_positions(
@@ -48,7 +53,7 @@ class _Positions(nn.Module):
         self.d_model, self.max_len = d_model, max_len
         self.dropout = nn.Dropout(dropout)
 
-    def table(self) -> Tensor:  # pragma: no cover - abstract
+    def table(self) -> Tensor | None:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
@@ -61,7 +66,8 @@ class _Positions(nn.Module):
                 f"positions {offset}..{offset + T - 1} exceed max_len={self.max_len}; "
                 "build the model with a larger max_len"
             )
-        return self.dropout(x + self.table()[offset : offset + T])
+        table = self.table()
+        return self.dropout(x if table is None else x + table[offset : offset + T])
 
 
 class PositionalEncoding(_Positions):
@@ -107,3 +113,22 @@ class LearnedPositionalEncoding(_Positions):
 
     def table(self) -> Tensor:
         return self.embedding.weight
+
+
+class NoPositionalEncoding(_Positions):
+    """No position signal at all, only the dropout (an ablation: without positions, attention
+    cannot tell word order). ``max_len`` still bounds the lengths, as in the other two."""
+
+    def __init__(
+        self,
+        d_model: int,
+        max_len: int = 512,
+        dropout: float = 0.0,
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__(d_model, max_len, dropout)  # no table: device and dtype unused
+
+    def table(self) -> None:
+        return None

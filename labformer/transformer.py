@@ -17,9 +17,21 @@ from torch import Tensor, nn
 from .layers import DecoderLayer, EncoderLayer
 from .masks import causal_mask, check_special_ids, padding_mask
 from .multihead import KVCache
-from .positional import LearnedPositionalEncoding, PositionalEncoding
+from .positional import (
+    LearnedPositionalEncoding,
+    NoPositionalEncoding,
+    PositionalEncoding,
+    _Positions,
+)
 
 __all__ = ["TransformerConfig", "Encoder", "Decoder", "DecoderCache", "Transformer"]
+
+_POSITIONS: dict[str, type[_Positions]] = {
+    "sinusoidal": PositionalEncoding,
+    "learned": LearnedPositionalEncoding,
+    "none": NoPositionalEncoding,
+}
+_TIES = ("none", "output", "all")
 
 
 @dataclass(frozen=True)
@@ -36,14 +48,21 @@ class TransformerConfig:
     dropout: float = 0.1  # on embeddings+positions, attention weights and each residual branch
     max_len: int = 256  # longest sequence the positional table covers
     norm_first: bool = False  # False: Post-LN (the paper); True: Pre-LN (Xiong et al. 2020)
-    tie_embeddings: bool = False  # share the target embedding with the output projection
+    # Weight tying: "none"; "output", the target embedding is the output projection (Press &
+    # Wolf 2017); "all", source embedding, target embedding and output projection are one
+    # matrix (the paper, Section 3.4; needs src_vocab_size == tgt_vocab_size). The booleans of
+    # earlier versions still work: True means "output", False "none".
+    tie_embeddings: str | bool = "none"
     # Special token ids, the same on both sides (labformer.data.Vocab's PAD, BOS, EOS, UNK).
     # Training, decoding and the model read them from here, never from defaults of their own.
     pad_id: int = 0  # padding: masked out of attention and of the loss
     bos_id: int = 1  # begin of sentence: the first decoder input
     eos_id: int = 2  # end of sentence: decoding stops after it
     unk_id: int = 3  # unknown word
-    positional: str = "sinusoidal"  # "sinusoidal" (fixed table) or "learned"
+    positional: str = "sinusoidal"  # "sinusoidal" (fixed table), "learned" or "none" (ablation)
+    # Ablations: the paper's model has both True.
+    scale_scores: bool = True  # False: attention scores q.k are not divided by sqrt(d_k)
+    residual: bool = True  # False: each sublayer's output replaces its input (norms kept)
 
     # A ClassVar, so not a dataclass field: named configurations shared by demos and tests.
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
@@ -66,9 +85,22 @@ class TransformerConfig:
             )
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
-        if self.positional not in ("sinusoidal", "learned"):
+        if self.positional not in _POSITIONS:
+            raise ValueError(f"positional must be one of {', '.join(map(repr, _POSITIONS))}, "
+                             f"got {self.positional!r}")
+        for name in ("norm_first", "scale_scores", "residual"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        if isinstance(self.tie_embeddings, bool):  # the boolean of earlier versions
+            object.__setattr__(self, "tie_embeddings", "output" if self.tie_embeddings else "none")
+        if self.tie_embeddings not in _TIES:
+            raise ValueError(f"tie_embeddings must be one of {', '.join(map(repr, _TIES))} "
+                             f"(or True / False), got {self.tie_embeddings!r}")
+        if self.tie_embeddings == "all" and self.src_vocab_size != self.tgt_vocab_size:
             raise ValueError(
-                f"positional must be 'sinusoidal' or 'learned', got {self.positional!r}"
+                "tie_embeddings='all' shares one matrix between both embeddings and the output, "
+                f"so it needs one vocabulary: src_vocab_size={self.src_vocab_size} and "
+                f"tgt_vocab_size={self.tgt_vocab_size} differ"
             )
         check_special_ids(
             {name: getattr(self, name) for name in ("pad_id", "bos_id", "eos_id", "unk_id")},
@@ -102,8 +134,9 @@ class _Stack(nn.Module):
         super().__init__()
         factory: dict[str, Any] = {"device": device, "dtype": dtype}
         self.layers = nn.ModuleList(
-            layer(cfg.d_model, cfg.num_heads, cfg.d_ff, cfg.dropout, cfg.norm_first, **factory)
-            for _ in range(num_layers)
+            layer(cfg.d_model, cfg.num_heads, cfg.d_ff, cfg.dropout, cfg.norm_first,
+                  residual=cfg.residual, scale_scores=cfg.scale_scores, **factory)
+            for _ in range(num_layers)  # N separate modules: no weights shared between layers
         )
         self.norm = nn.LayerNorm(cfg.d_model, **factory) if cfg.norm_first else nn.Identity()
 
@@ -194,16 +227,16 @@ class Transformer(nn.Module):
                                       **factory)
         self.tgt_embed = nn.Embedding(cfg.tgt_vocab_size, cfg.d_model, padding_idx=cfg.pad_id,
                                       **factory)
-        positions: type[PositionalEncoding] | type[LearnedPositionalEncoding] = (
-            PositionalEncoding if cfg.positional == "sinusoidal" else LearnedPositionalEncoding
-        )
-        self.positions = positions(cfg.d_model, cfg.max_len, cfg.dropout, **factory)
+        self.positions = _POSITIONS[cfg.positional](cfg.d_model, cfg.max_len, cfg.dropout,
+                                                    **factory)
         self.encoder = Encoder(cfg, **factory)
         self.decoder = Decoder(cfg, **factory)
         self.generator = nn.Linear(cfg.d_model, cfg.tgt_vocab_size, **factory)
         self._reset_parameters()
-        if cfg.tie_embeddings:
-            self.generator.weight = self.tgt_embed.weight  # (V, d_model) shared
+        if cfg.tie_embeddings in ("output", "all"):
+            self.generator.weight = self.tgt_embed.weight  # (|V|, d_model) shared
+        if cfg.tie_embeddings == "all":
+            self.src_embed.weight = self.tgt_embed.weight  # one vocabulary, one matrix
 
     def _reset_parameters(self) -> None:
         # Xavier for every matrix, as in the reference implementations; embeddings are scaled by

@@ -9,7 +9,7 @@ from torch import nn
 
 from labformer.layers import DecoderLayer, EncoderLayer, FeedForward, ResidualSublayer, residual
 from labformer.masks import causal_mask, from_key_padding_mask
-from labformer.multihead import KVCache
+from labformer.multihead import KVCache, MultiHeadAttention
 
 from _helpers import assert_close, not_close
 
@@ -46,6 +46,35 @@ def test_residual_sublayer_formula(norm_first):
     assert_close(residual(x, sub, block.norm, nn.Identity(), norm_first), expected)
     other = residual(x, sub, block.norm, nn.Identity(), not norm_first)
     assert not_close(other, expected)  # the two placements really differ
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_residual_false_replaces_the_input(norm_first):
+    """Without the skip connection: LN(F(x)) (Post-LN), F(LN(x)) (Pre-LN); norms stay put."""
+    block = ResidualSublayer(D, norm_first=norm_first, residual=False)
+    _randomise(block)
+    assert "residual=False" in repr(block)
+    x = torch.randn(2, 5, D)
+    sub = nn.Linear(D, D)
+    expected = sub(block.norm(x)) if norm_first else block.norm(sub(x))
+    assert_close(block(x, sub), expected)
+    assert_close(residual(x, sub, block.norm, nn.Identity(), norm_first, skip=False), expected)
+    with_skip = ResidualSublayer(D, norm_first=norm_first)
+    with_skip.load_state_dict(block.state_dict())
+    assert not_close(with_skip(x, sub), expected)
+
+
+@pytest.mark.parametrize("cls", [EncoderLayer, DecoderLayer])
+def test_layer_switches_reach_every_sublayer_and_attention(cls):
+    default = cls(D, H, FF)
+    assert all(m.residual for m in default.modules() if isinstance(m, ResidualSublayer))
+    assert all(m.scale is None for m in default.modules() if isinstance(m, MultiHeadAttention))
+    ablated = cls(D, H, FF, residual=False, scale_scores=False)
+    subs = [m for m in ablated.modules() if isinstance(m, ResidualSublayer)]
+    attns = [m for m in ablated.modules() if isinstance(m, MultiHeadAttention)]
+    assert len(subs) == (2 if cls is EncoderLayer else 3) and not any(m.residual for m in subs)
+    assert len(attns) == (1 if cls is EncoderLayer else 2)
+    assert all(m.scale == 1.0 for m in attns)
 
 
 def test_residual_passes_extra_arguments_to_the_sublayer():

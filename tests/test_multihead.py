@@ -302,3 +302,21 @@ def test_mha_property_matches_torch(B, T, heads, d_per_head, seed, use_mask):
                          average_attn_weights=False)
     assert_close(out, ref_out)
     assert_close(w, ref_w)
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_scale_one_equals_default_with_queries_scaled_up(need_weights):
+    """scale=1.0 drops the 1/sqrt(d_k): the same as the default with W_Q, b_Q times sqrt(d_k),
+    on the explicit path and on the fused one."""
+    _, mha = _pair()
+    unscaled = MultiHeadAttention(D, H, scale=1.0).eval()
+    unscaled.load_state_dict(mha.state_dict())
+    assert unscaled.scale == 1.0 and mha.scale is None and "scale=1.0" in repr(unscaled)
+    q, k, v = _inputs()
+    mask = from_key_padding_mask(_torch_masks()[0])
+    out = unscaled(q, k, v, mask=mask, need_weights=need_weights)[0]
+    assert not_close(out, mha(q, k, v, mask=mask)[0])  # the scale matters
+    with torch.no_grad():
+        mha.q_proj.weight.mul_((D // H) ** 0.5)
+        mha.q_proj.bias.mul_((D // H) ** 0.5)
+    assert_close(out, mha(q, k, v, mask=mask, need_weights=need_weights)[0])

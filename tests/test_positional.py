@@ -1,4 +1,4 @@
-"""labformer.positional: the sinusoidal table, its rotation property, the learned table."""
+"""labformer.positional: the sinusoidal table, its rotation property, the learned table, none."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import torch
 
 from labformer.positional import (
     LearnedPositionalEncoding,
+    NoPositionalEncoding,
     PositionalEncoding,
     sinusoidal_positions,
 )
@@ -139,3 +140,17 @@ def test_learned_positional_encoding():
     with pytest.raises(ValueError, match="0, 6"):
         LearnedPositionalEncoding(6, max_len=0)
     LearnedPositionalEncoding(5, max_len=4)  # odd widths are fine for a learned table
+
+
+def test_no_positional_encoding_adds_nothing_and_keeps_dropout_and_checks():
+    pos = NoPositionalEncoding(6, max_len=5, dropout=0.5).eval()
+    assert list(pos.parameters()) == [] and list(pos.buffers()) == []
+    x = torch.randn(2, 4, 6)
+    assert torch.equal(pos(x, offset=1), x)  # no position signal at all
+    pos.train()
+    torch.manual_seed(0)
+    assert (pos(x) == 0).any()  # dropout on the embeddings, as in the other two
+    with pytest.raises(ValueError, match="max_len=5"):
+        pos(x, offset=2)
+    with pytest.raises(ValueError, match=r"expected \(B, T, 6\)"):
+        pos(torch.zeros(1, 3, 4))

@@ -69,7 +69,12 @@ def test_config_replace():
         (dict(d_model=30, num_heads=4), r"d_model \(30\).*num_heads \(4\)"),
         (dict(dropout=1.0), r"dropout must be in \[0, 1\)"),
         (dict(dropout=-0.1), "dropout"),
-        (dict(positional="rotary"), "'rotary'"),
+        (dict(positional="rotary"), "'sinusoidal', 'learned', 'none', got 'rotary'"),
+        (dict(tie_embeddings="both"), "'none', 'output', 'all'.*got 'both'"),
+        (dict(tie_embeddings="all"), "src_vocab_size=5 and tgt_vocab_size=6 differ"),
+        (dict(scale_scores=1), "scale_scores must be True or False, got 1"),
+        (dict(residual="no"), "residual must be True or False"),
+        (dict(norm_first=None), "norm_first"),
         (dict(max_len=0), "max_len"),
         (dict(bos_id=0), "bos_id and pad_id are both 0"),
         (dict(eos_id=5), "eos_id=5 is not a valid id for src_vocab_size=5"),
@@ -265,6 +270,101 @@ def test_tied_embeddings_share_one_parameter():
     assert tied.generator.weight.grad is tied.tgt_embed.weight.grad
 
 
+def test_tie_embeddings_booleans_and_old_checkpoint_configs_still_load():
+    base = dict(src_vocab_size=V_SRC, tgt_vocab_size=V_TGT)
+    assert TransformerConfig(**base).tie_embeddings == "none"
+    assert TransformerConfig(**base, tie_embeddings=True).tie_embeddings == "output"
+    assert TransformerConfig(**base, tie_embeddings=False).tie_embeddings == "none"
+    model = _model(tie_embeddings="output")
+    # A checkpoint of an earlier version: a boolean, and no scale_scores / residual fields.
+    old = dataclasses.asdict(model.config)
+    old.update(tie_embeddings=True)
+    del old["scale_scores"], old["residual"], old["positional"]
+    cfg = TransformerConfig(**old)
+    assert cfg == model.config and dataclasses.asdict(cfg)["tie_embeddings"] == "output"
+    loaded = Transformer(cfg).eval()
+    loaded.load_state_dict(model.state_dict())
+    src, tgt = _batch()
+    assert torch.equal(loaded(src, tgt), model(src, tgt))
+    assert loaded.generator.weight is loaded.tgt_embed.weight
+
+
+def test_tie_all_shares_one_matrix_between_embeddings_and_output():
+    V = 12
+    torch.manual_seed(0)
+    cfg = TransformerConfig.preset("tiny", src_vocab_size=V, tgt_vocab_size=V,
+                                   tie_embeddings="all")
+    model = Transformer(cfg)
+    assert model.src_embed.weight is model.tgt_embed.weight is model.generator.weight
+    output_only = Transformer(cfg.replace(tie_embeddings="output"))
+    assert output_only.src_embed.weight is not output_only.tgt_embed.weight
+    assert output_only.num_parameters() - model.num_parameters() == V * cfg.d_model
+    assert (model.src_embed.weight[cfg.pad_id] == 0).all()
+    # Both embeddings and the output send their gradient into the one matrix.
+    src, tgt = _batch()
+    src, tgt = src.clamp(max=V - 1), tgt.clamp(max=V - 1)
+    model.encode(src).sum().backward()
+    from_source = model.src_embed.weight.grad.clone()
+    model.zero_grad()
+    model.decode(tgt, model.encode(src).detach(), model.src_mask(src)).sum().backward()
+    from_target = model.tgt_embed.weight.grad.clone()
+    assert from_source.abs().sum() > 0 and from_target.abs().sum() > 0
+    model.zero_grad()
+    model(src, tgt).sum().backward()
+    assert model.src_embed.weight.grad is model.generator.weight.grad
+
+
+def test_positional_none_makes_the_encoder_permutation_equivariant():
+    model = _model(positional="none")
+    assert list(model.positions.parameters()) == [] and list(model.positions.buffers()) == []
+    src = torch.randint(4, V_SRC, (2, 7), generator=torch.Generator().manual_seed(5))
+    perm = torch.randperm(7, generator=torch.Generator().manual_seed(6))
+    assert_close(model.encode(src[:, perm]), model.encode(src)[:, perm])
+    with_positions = _model()
+    assert not_close(with_positions.encode(src[:, perm]), with_positions.encode(src)[:, perm])
+
+
+def test_scale_scores_false_equals_queries_scaled_up_in_every_attention():
+    """No 1/sqrt(d_k) anywhere: the same model as the default one with every W_Q and b_Q
+    multiplied by sqrt(d_k)."""
+    unscaled = _model(scale_scores=False)
+    attns = [m for m in unscaled.modules() if hasattr(m, "q_proj")]
+    assert len(attns) == 2 + 2 * 2 and all(m.scale == 1.0 for m in attns)
+    scaled = _model(seed=1)
+    scaled.load_state_dict(unscaled.state_dict())
+    src, tgt = _batch()
+    assert not_close(scaled(src, tgt), unscaled(src, tgt))
+    d_k = unscaled.config.d_model // unscaled.config.num_heads
+    with torch.no_grad():
+        for m in scaled.modules():
+            if hasattr(m, "q_proj"):
+                m.q_proj.weight.mul_(d_k**0.5)
+                m.q_proj.bias.mul_(d_k**0.5)
+    assert_close(scaled(src, tgt), unscaled(src, tgt))
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_residual_false_removes_every_skip_connection(norm_first):
+    model = _model(residual=False, norm_first=norm_first)
+    subs = [m for n, m in model.named_modules() if n.split(".")[-1].startswith("sublayer")]
+    assert len(subs) == 2 * 2 + 2 * 3 and not any(m.residual for m in subs)
+    src, tgt = _batch()
+    default = _model(norm_first=norm_first)
+    default.load_state_dict(model.state_dict())
+    assert not_close(default(src, tgt), model(src, tgt))
+    # Post-LN without the skip: each layer's output is a function of its sublayers only, so
+    # zeroing the last FFN's output weights and bias makes the encoder output LN(0) = its bias.
+    layer = model.encoder.layers[-1]
+    with torch.no_grad():
+        layer.ffn.linear2.weight.zero_()
+        layer.ffn.linear2.bias.zero_()
+    memory = model.encode(src)
+    if norm_first:  # Pre-LN: the stack's final norm of a zero stream, its bias
+        assert_close(memory, model.encoder.norm.bias.expand_as(memory))
+    else:
+        assert_close(memory, layer.sublayer2.norm.bias.expand_as(memory))
+
+
 def test_transformer_errors():
     model = _model()
     src, tgt = _batch()
@@ -325,8 +425,9 @@ def _closed_form_parameters(cfg: TransformerConfig) -> int:
     encoder = cfg.num_encoder_layers * (attention + ffn + 2 * norm)
     decoder = cfg.num_decoder_layers * (2 * attention + ffn + 3 * norm)
     final_norms = 2 * norm if cfg.norm_first else 0
-    embeddings = (V_s + V_t) * d + (cfg.max_len * d if cfg.positional == "learned" else 0)
-    generator = (0 if cfg.tie_embeddings else V_t * d) + V_t
+    source = 0 if cfg.tie_embeddings == "all" else V_s * d  # "all": the target's matrix
+    embeddings = source + V_t * d + (cfg.max_len * d if cfg.positional == "learned" else 0)
+    generator = (0 if cfg.tie_embeddings in ("output", "all") else V_t * d) + V_t
     return encoder + decoder + final_norms + embeddings + generator
 
 
