@@ -4,12 +4,21 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import json  # noqa: E402
+
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from labformer.plot import attention_heads, attention_heatmap, training_curves  # noqa: E402
+from labformer.plot import (  # noqa: E402
+    EXPLORER_CLASS,
+    PLOTLY_MIME,
+    attention_explorer,
+    attention_heads,
+    attention_heatmap,
+    training_curves,
+)
 
 
 def test_heatmap_draws_the_weights_with_labels():
@@ -51,3 +60,92 @@ def test_training_curves_smooths_and_labels():
         training_curves({})
     with pytest.raises(ValueError, match="smooth"):
         training_curves({"a": [1.0]}, smooth=0)
+
+
+# --------------------------------------------------------------------------- explorers
+
+def _payload(html_block: str) -> dict:
+    start = html_block.index('class="lf-explorer-data">') + len('class="lf-explorer-data">')
+    end = html_block.index("</script>", start)
+    return json.loads(html_block[start:end].replace("<\\/", "</"))
+
+
+def test_explorer_normalises_every_shape_to_layers_and_heads():
+    tokens = ["a", "b", "c"]
+    for shape, views in (((3, 3), 1), ((2, 3, 3), 2), ((4, 2, 3, 3), 8)):
+        ex = attention_explorer(torch.rand(shape), tokens)
+        assert ex.panels[""].shape == (*(1,) * (4 - len(shape)), *shape)
+        assert len(ex.views()) == views
+        assert ex.keys[""] == tokens  # self-attention: keys default to the queries
+
+
+def test_explorer_kinds_with_their_own_tokens():
+    src, tgt = ["ich", "bin", "</s>"], ["<bos>", "i", "am", "here"]
+    ex = attention_explorer(
+        {"encoder self": torch.rand(2, 4, 3, 3), "decoder self": torch.rand(2, 4, 4, 4),
+         "cross": torch.rand(2, 4, 4, 3)},
+        {"encoder self": src, "decoder self": tgt, "cross": tgt},
+        {"encoder self": src, "decoder self": tgt, "cross": src}, title="trained")
+    assert ex.kinds == ["encoder self", "decoder self", "cross"]
+    assert len(ex.views()) == 3 * 2 * 4
+    bundle = ex._repr_mimebundle_()
+    assert set(bundle) == {PLOTLY_MIME, "text/html", "text/plain"}
+    # The book's block: the class the extension looks for, and the weights as JSON.
+    block = bundle["text/html"]
+    assert f'class="{EXPLORER_CLASS}"' in block and "plotly" not in block.lower()
+    assert "</s>" not in block  # escaped, or it would end the script element early
+    data = _payload(block)
+    cross = data["kinds"][2]
+    assert cross["name"] == "cross" and cross["queries"] == tgt and cross["keys"] == src
+    np.testing.assert_allclose(cross["weights"], ex.panels["cross"], atol=5e-5)
+    # JupyterLab's figure: a heatmap per view, one visible, a dropdown button per view.
+    fig = bundle[PLOTLY_MIME]
+    assert len(fig["data"]) == 24 and sum(t["visible"] for t in fig["data"]) == 1
+    buttons = fig["layout"]["updatemenus"][0]["buttons"]
+    assert [b["label"] for b in buttons][:2] == ["encoder self · layer 0 · head 0",
+                                                 "encoder self · layer 0 · head 1"]
+    assert buttons[-1]["args"][0]["visible"] == [False] * 23 + [True]
+    assert "&lt;bos&gt;" in fig["data"][8]["text"][0][0]  # decoder self, query 0
+    assert json.loads(json.dumps(fig)) == fig  # plain JSON, no numpy scalars
+    assert "cross" in repr(ex) and "24 views" in repr(ex)
+
+
+def test_explorer_duplicate_tokens_stay_separate_rows():
+    ex = attention_explorer(torch.rand(4, 4), ["the", "cat", "the", "mat"])
+    trace = ex.to_plotly()["data"][0]
+    assert trace["y"] == [0, 1, 2, 3]  # numeric axes: two "the" rows are not merged
+    assert ex.to_plotly()["layout"]["yaxis"]["ticktext"] == ["the", "cat", "the", "mat"]
+    assert "updatemenus" not in ex.to_plotly()["layout"]  # one view: nothing to select
+
+
+def test_explorer_rejects_what_does_not_fit():
+    with pytest.raises(ValueError, match=r"\(5,\)"):
+        attention_explorer(torch.rand(5), ["a"] * 5)
+    with pytest.raises(ValueError, match=r"\(1, 1, 1, 2, 2\)"):
+        attention_explorer(torch.rand(1, 1, 1, 2, 2), ["a", "b"])
+    with pytest.raises(ValueError, match="3 query tokens for weights with 2"):
+        attention_explorer(torch.rand(2, 2), ["a", "b", "c"])
+    with pytest.raises(ValueError, match="pass key_tokens"):
+        attention_explorer(torch.rand(2, 3), ["a", "b"])
+    with pytest.raises(ValueError, match="no entry for kind 'cross'"):
+        attention_explorer({"cross": torch.rand(2, 2)}, {"self": ["a", "b"]})
+    with pytest.raises(ValueError, match="NaN"):
+        attention_explorer(torch.tensor([[float("nan")]]), ["a"])
+    with pytest.raises(ValueError, match="empty dict"):
+        attention_explorer({}, [])
+    with pytest.raises(ValueError, match="one string"):
+        attention_explorer(torch.rand(2, 2), "ab")
+
+
+def test_explorer_marker_matches_the_book_extension():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "book" / "_ext" / "labformer_book.py"
+    spec = importlib.util.spec_from_file_location("labformer_book", path)
+    assert spec is not None and spec.loader is not None
+    ext = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ext)
+    block = attention_explorer(torch.rand(2, 2), ["a", "b"]).to_html()
+    assert ext.EXPLORER_MARKER in block
+    assert ext.plotly_js_path().stat().st_size > 1_000_000  # the real plotly.js bundle

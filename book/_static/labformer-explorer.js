@@ -1,0 +1,139 @@
+/* labformer: draws the attention explorers that labformer.plot.attention_explorer writes into
+   the pages, with the book's one local copy of plotly.min.js (loaded before this file, both
+   deferred, on pages that hold an explorer). Each explorer is a <div class="lf-explorer"> that
+   carries its weights as JSON; this script adds selectors for kind, layer and head, and one
+   heatmap whose hover shows the query, the key and the weight. */
+(function () {
+  "use strict";
+
+  function escape(text) {
+    return String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+  }
+
+  function range(n) {
+    return Array.from({ length: n }, function (_, i) { return i; });
+  }
+
+  // A labelled <select>; `onChange` receives the chosen index.
+  function selector(box, name, onChange) {
+    var label = document.createElement("label");
+    label.className = "lf-explorer-control";
+    var caption = document.createElement("span");
+    caption.textContent = name;
+    var select = document.createElement("select");
+    select.setAttribute("data-lf-control", name);
+    select.addEventListener("change", function () { onChange(Number(select.value)); });
+    label.appendChild(caption);
+    label.appendChild(select);
+    box.appendChild(label);
+    return select;
+  }
+
+  function fill(select, names, chosen) {
+    select.textContent = "";
+    names.forEach(function (name, i) {
+      var option = document.createElement("option");
+      option.value = String(i);
+      option.textContent = name;
+      select.appendChild(option);
+    });
+    select.value = String(chosen);
+    select.parentNode.hidden = names.length < 2;
+  }
+
+  function draw(root) {
+    var source = root.querySelector("script.lf-explorer-data");
+    if (!source || root.getAttribute("data-lf-ready")) return;
+    var fallback = root.querySelector(".lf-explorer-fallback");
+    if (!window.Plotly) {
+      if (fallback) fallback.textContent = "The interactive view needs plotly.min.js, which did not load.";
+      return;
+    }
+    var data = JSON.parse(source.textContent);
+    var kinds = data.kinds;
+    var state = { kind: 0, layer: 0, head: 0 };
+    if (fallback) fallback.remove();
+    root.setAttribute("data-lf-ready", "1");
+
+    var controls = document.createElement("div");
+    controls.className = "lf-explorer-controls";
+    var status = document.createElement("span");
+    status.className = "lf-explorer-view";
+    status.setAttribute("aria-live", "polite");
+    var plot = document.createElement("div");
+    plot.className = "lf-explorer-plot";
+
+    var kindSelect = selector(controls, "kind", function (i) { state.kind = i; update(); });
+    var layerSelect = selector(controls, "layer", function (i) { state.layer = i; update(); });
+    var headSelect = selector(controls, "head", function (i) { state.head = i; update(); });
+    controls.appendChild(status);
+    root.appendChild(controls);
+    root.appendChild(plot);
+    fill(kindSelect, kinds.map(function (k) { return k.name; }), 0);
+
+    function view() {
+      var kind = kinds[state.kind];
+      var layers = kind.weights.length, heads = kind.weights[0].length;
+      state.layer = Math.min(state.layer, layers - 1);
+      state.head = Math.min(state.head, heads - 1);
+      fill(layerSelect, range(layers).map(function (n) { return "layer " + n; }), state.layer);
+      fill(headSelect, range(heads).map(function (n) { return "head " + n; }), state.head);
+      var parts = [];
+      if (kind.name) parts.push(kind.name);
+      if (layers > 1) parts.push("layer " + state.layer);
+      if (heads > 1) parts.push("head " + state.head);
+      status.textContent = parts.join(" · ");
+      root.setAttribute("data-lf-view", [state.kind, state.layer, state.head].join(","));
+      return kind;
+    }
+
+    function figure(kind) {
+      var q = kind.queries, k = kind.keys;
+      var narrow = plot.clientWidth && plot.clientWidth < 520;
+      var text = q.map(function (qa, a) {
+        return k.map(function (kb, b) {
+          return "query " + a + ": " + escape(qa) + "<br>key " + b + ": " + escape(kb);
+        });
+      });
+      var trace = {
+        type: "heatmap", z: kind.weights[state.layer][state.head], x: range(k.length),
+        y: range(q.length), text: text, colorscale: "Viridis", zmin: data.zmin, zmax: data.zmax,
+        hovertemplate: "%{text}<br>weight %{z:.3f}<extra></extra>", xgap: 1, ygap: 1,
+        colorbar: { title: { text: "weight", side: "right" }, thickness: 14 }
+      };
+      var axis = function (title, tokens) {
+        return {
+          title: { text: title }, tickmode: "array", tickvals: range(tokens.length),
+          ticktext: tokens.map(escape), automargin: true, fixedrange: true, showgrid: false
+        };
+      };
+      var xaxis = axis("key", k);
+      xaxis.tickangle = -90;
+      var yaxis = axis("query", q);
+      yaxis.autorange = "reversed";
+      var layout = {
+        title: data.title ? { text: escape(data.title), font: { size: 16 } } : undefined,
+        xaxis: xaxis, yaxis: yaxis, autosize: true,
+        height: Math.min(720, 170 + (narrow ? 20 : 26) * Math.max(q.length, 6)),
+        margin: { t: data.title ? 44 : 12, r: 8, b: 8, l: 8 },
+        font: { size: narrow ? 12 : 14, color: "#222" },
+        paper_bgcolor: "#ffffff", plot_bgcolor: "#ffffff",
+        hoverlabel: { font: { size: 14 } }
+      };
+      return [[trace], layout];
+    }
+
+    function update() {
+      var parts = figure(view());
+      window.Plotly.react(plot, parts[0], parts[1],
+                          { displaylogo: false, responsive: true, displayModeBar: false });
+    }
+    update();
+  }
+
+  function init() {
+    document.querySelectorAll(".lf-explorer").forEach(draw);
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+  else init();
+})();
