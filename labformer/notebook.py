@@ -55,9 +55,45 @@ def setup_notebook(seed: int = 0, precision: int = 4, threads: int | None = 1) -
     # numbers a chapter glues into its prose (myst-nb parses the printed value).
     np.set_printoptions(precision=precision, suppress=True, legacy="1.25")
     # Imported here so that models never depend on a plotting library.
-    import matplotlib
-    import seaborn as sns
+    from .plot import apply_style
 
-    sns.set_theme(context="notebook", style="whitegrid", palette="deep")
-    matplotlib.rcParams.update({"figure.dpi": 110, "savefig.dpi": 110, "figure.figsize": (6, 4)})
+    apply_style()
+    _inline_figures()
     return seed
+
+
+def _inline_figures() -> None:
+    """In IPython: figures as 2x PNGs shown at their size in inches, each exactly once.
+
+    "retina" PNGs carry their display size, so they are sharp on high-DPI screens and are
+    not shrunk in the book's column. A Figure returned as a cell's last value is closed once
+    drawn, so the inline backend does not draw it a second time at the end of the cell.
+    Outside IPython (scripts, tests) nothing changes.
+    """
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover (IPython comes with ipykernel)
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+    from matplotlib_inline.backend_inline import set_matplotlib_formats
+
+    set_matplotlib_formats("retina")
+    png = shell.display_formatter.formatters["image/png"]
+    draw = png.lookup_by_type(Figure)
+    if getattr(draw, "_labformer_closes", False):
+        return
+
+    def draw_once(fig: Figure) -> object:
+        try:
+            return draw(fig)
+        finally:
+            plt.close(fig)
+
+    draw_once._labformer_closes = True  # type: ignore[attr-defined]
+    png.for_type(Figure, draw_once)
+    # The plain-text "<Figure size 672x403 with 1 Axes>" that sits beside the image.
+    shell.display_formatter.formatters["text/plain"].for_type(Figure, lambda fig, p, cycle: None)

@@ -65,3 +65,40 @@ def test_numpy_scalars_print_as_numbers(restore_threads):
         assert repr(np.float64(0.25)) == "0.25" and repr(np.int64(3)) == "3"
     finally:
         np.set_printoptions(legacy=False)
+
+
+def test_plot_style_text_as_large_as_the_body(restore_threads):
+    import matplotlib
+
+    from labformer.plot import FIGURE_WIDTH
+
+    setup_notebook(seed=0)
+    rc = matplotlib.rcParams
+    assert rc["figure.dpi"] == 96 and rc["figure.figsize"][0] == FIGURE_WIDTH
+    # 12 pt at 96 dpi is 16 CSS px, the book's body text.
+    assert min(rc["font.size"], rc["xtick.labelsize"], rc["legend.fontsize"]) >= 12
+    assert rc["figure.facecolor"] == "white"
+
+
+def test_in_ipython_a_returned_figure_shows_once_as_a_sharp_png(restore_threads):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    try:
+        shell.run_cell("from labformer import setup_notebook; setup_notebook(seed=0)")
+        fig, ax = plt.subplots(figsize=(5, 3))
+        ax.plot([0, 1])
+        data, meta = shell.display_formatter.format(fig)
+        png = data["image/png"]
+        width = meta["image/png"]["width"]
+        assert data.get("text/plain", "") == ""  # no "<Figure size ...>" beside the image
+        # Retina: twice the pixels, shown at the figure's own size (about 5 in x 96 px).
+        pixels = int.from_bytes(png[16:20], "big")  # the PNG header's width
+        assert 380 <= width <= 480 and abs(pixels - 2 * width) <= 2, (width, pixels)
+        assert not plt.fignum_exists(fig.number)  # closed: the cell's end will not redraw it
+    finally:
+        InteractiveShell.clear_instance()

@@ -149,3 +149,24 @@ def test_explorer_marker_matches_the_book_extension():
     block = attention_explorer(torch.rand(2, 2), ["a", "b"]).to_html()
     assert ext.EXPLORER_MARKER in block
     assert ext.plotly_js_path().stat().st_size > 1_000_000  # the real plotly.js bundle
+
+
+def test_panels_one_width_and_helpers_fit_it():
+    from labformer.plot import FIGURE_WIDTH, attention_grid, panels, signed_heatmap
+
+    fig, axes = panels(2, 3)
+    assert axes.shape == (2, 3) and fig.get_figwidth() == FIGURE_WIDTH
+    with pytest.raises(ValueError, match="rows and cols"):
+        panels(0, 1)
+    grid = attention_grid(torch.rand(2, 4, 5, 6), list("abcde"), list("uvwxyz"))
+    assert len(grid.axes) == 8 and grid.get_figwidth() == FIGURE_WIDTH
+    assert [t.get_text() for t in grid.axes[4].get_xticklabels()] == list("uvwxyz")
+    with pytest.raises(ValueError, match=r"\(N, h, T_q, T_k\)"):
+        attention_grid(torch.rand(4, 5, 6))
+    heads = attention_heads(torch.rand(8, 10, 10))
+    assert heads.get_figwidth() == FIGURE_WIDTH
+    sig = signed_heatmap(np.array([[-2.0, 1.0], [0.5, 0.0]]), ["r0", "r1"], ["c0", "c1"])
+    mesh = sig.axes[0].collections[0]
+    assert mesh.get_clim() == (-2.0, 2.0)  # symmetric: zero sits at the map's white centre
+    for fig in (grid, heads, sig):
+        assert fig.get_figwidth() <= FIGURE_WIDTH
