@@ -1,5 +1,6 @@
 """setup_notebook makes a chapter reproducible: seeds, threads, printing."""
 
+import base64
 import random
 
 import numpy as np
@@ -94,6 +95,7 @@ def test_in_ipython_a_returned_figure_shows_once_as_a_sharp_png(restore_threads)
         ax.plot([0, 1])
         data, meta = shell.display_formatter.format(fig)
         png = data["image/png"]
+        png = base64.b64decode(png) if isinstance(png, str) else png
         width = meta["image/png"]["width"]
         assert data.get("text/plain", "") == ""  # no "<Figure size ...>" beside the image
         # Retina: twice the pixels, shown at the figure's own size (about 5 in x 96 px).
