@@ -37,6 +37,7 @@ __all__ = [
     "lr_factor",
     "optimizer_groups",
     "pick_device",
+    "planned_schedule",
     "save_checkpoint",
     "setup_distributed",
     "train",
@@ -57,10 +58,20 @@ class TrainConfig:
     label_smoothing: float = 0.1  # epsilon_ls; the paper uses 0.1
     clip_norm: float = 1.0  # max global gradient norm; 0 disables clipping
     seed: int = 0  # seeds dropout and the batch order of every epoch
+    # At least this many optimiser steps: on small data, more epochs than ``epochs`` (whole
+    # epochs, enough to reach it). 0: exactly ``epochs``.
+    min_steps: int = 0
+    # Warm-up at most this share of the run's steps (a short run still reaches its peak
+    # rate); None: ``warmup_steps`` whatever the run's length.
+    max_warmup_share: float | None = None
 
     def __post_init__(self) -> None:
         if self.epochs < 1 or self.warmup_steps < 1 or self.lr <= 0:
             raise ValueError(f"epochs, warmup_steps and lr must be positive: {self}")
+        if self.min_steps < 0:
+            raise ValueError(f"min_steps must be >= 0, got {self.min_steps}")
+        if self.max_warmup_share is not None and not 0.0 < self.max_warmup_share <= 1.0:
+            raise ValueError(f"max_warmup_share must be in (0, 1], got {self.max_warmup_share}")
         if not 0.0 <= self.label_smoothing < 1.0:
             raise ValueError(f"label_smoothing must be in [0, 1), got {self.label_smoothing}")
         if self.weight_decay < 0 or self.clip_norm < 0:
@@ -77,6 +88,36 @@ class History:
     epoch_loss: list[float] = field(default_factory=list)  # mean training loss of each epoch
     valid_score: list[float] = field(default_factory=list)  # valid_fn's score after each epoch
     epoch_seconds: list[float] = field(default_factory=list)  # wall time of each epoch
+    valid_epoch: list[int] = field(default_factory=list)  # 1-based epoch of each valid_score
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> History:
+        """A History from ``dataclasses.asdict`` data; fields of other versions are ignored.
+
+        A file without ``valid_epoch`` (an older version) scored after every epoch.
+        """
+        if not isinstance(data, dict):
+            raise ValueError(f"expected a dict of training-history lists, got {type(data)}")
+        known = {f.name for f in dataclasses.fields(cls)}
+        history = cls(**{k: list(v) for k, v in data.items() if k in known})
+        if not history.valid_epoch and history.valid_score:
+            history.valid_epoch = list(range(1, len(history.valid_score) + 1))
+        return history
+
+
+def planned_schedule(config: TrainConfig, steps_per_epoch: int) -> tuple[int, int]:
+    """(epochs, warm-up steps) of a run with ``steps_per_epoch`` optimiser steps per epoch.
+
+    ``config.epochs``, or more epochs to reach ``config.min_steps``; the warm-up is
+    ``config.warmup_steps``, capped at ``config.max_warmup_share`` of the run's steps.
+    """
+    if steps_per_epoch < 1:
+        raise ValueError(f"steps_per_epoch must be positive, got {steps_per_epoch}")
+    epochs = max(config.epochs, -(-config.min_steps // steps_per_epoch))
+    warmup = config.warmup_steps
+    if config.max_warmup_share is not None:
+        warmup = min(warmup, max(1, int(config.max_warmup_share * epochs * steps_per_epoch)))
+    return epochs, warmup
 
 
 def lr_factor(step: int, warmup_steps: int) -> float:
@@ -86,7 +127,11 @@ def lr_factor(step: int, warmup_steps: int) -> float:
 
 
 def pick_device(name: str = "auto") -> torch.device:
-    """'auto' picks CUDA, then Apple's MPS, then the CPU; otherwise the named device."""
+    """'auto' picks CUDA, then Apple's MPS, then the CPU; otherwise the named device.
+
+    Only devices that can train and run a model here are accepted: 'cpu', 'cuda' (or
+    'cuda:N') when CUDA is available, 'mps' on a Mac that has it.
+    """
     if name == "auto":
         if torch.cuda.is_available():
             return torch.device("cuda")
@@ -95,10 +140,20 @@ def pick_device(name: str = "auto") -> torch.device:
         return torch.device("cpu")
     try:
         device = torch.device(name)
-    except RuntimeError as e:
+    except (RuntimeError, TypeError) as e:
         raise ValueError(f"unknown device {name!r}: use auto, cpu, cuda or mps") from e
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device 'cuda' was asked for, but CUDA is not available here")
+    if device.type not in ("cpu", "cuda", "mps"):
+        raise ValueError(f"device {name!r} cannot run the model here: use auto, cpu, cuda "
+                         f"or mps")
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError("device 'cuda' was asked for, but CUDA is not available here")
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise ValueError(f"device {name!r} does not exist: this machine has "
+                             f"{torch.cuda.device_count()} CUDA device(s)")
+    mps = getattr(torch.backends, "mps", None)
+    if device.type == "mps" and not (mps and mps.is_available()):
+        raise ValueError("device 'mps' was asked for, but Apple's MPS is not available here")
     return device
 
 
@@ -223,10 +278,17 @@ def train(
     extra_state: dict | None = None,
     device: str | torch.device = "auto",
     progress: bool | None = None,
+    valid_every: int = 1,
+    on_epoch: Callable[[int, int, History], None] | None = None,
 ) -> History:
-    """Train ``model`` on ``batches`` (objects with src, tgt_in, tgt_out) for config.epochs.
+    """Train ``model`` on ``batches`` (objects with src, tgt_in, tgt_out).
 
-    valid_fn(model) -> score is called after every epoch (e.g. validation BLEU).
+    The run lasts config.epochs, or more epochs on small data to reach config.min_steps
+    (:func:`planned_schedule`). Under torchrun each optimiser step takes one batch on every
+    process: a global batch of world_size batches, and world_size times fewer steps per epoch.
+    valid_fn(model) -> score is called after every ``valid_every``-th epoch and after the last
+    (e.g. validation BLEU). on_epoch(epoch, epochs, history), 1-based, is called on rank 0
+    after each epoch (and its checkpoint), e.g. to print a line.
     checkpoint: written after every epoch (by rank 0, with every rank's random state); with
     resume=True and an existing file, training continues from the epoch after the saved one.
     extra_state (e.g. vocabularies) is stored alongside. progress: a tqdm bar; None shows it
@@ -234,6 +296,8 @@ def train(
     """
     if len(batches) == 0:
         raise ValueError("no training batches: the training set is empty")
+    if valid_every < 1:
+        raise ValueError(f"valid_every must be >= 1, got {valid_every}")
     from tqdm import tqdm  # the plain bar: tqdm.auto warns in Jupyter without ipywidgets
 
     pad_id = _pad_id(model)
@@ -245,11 +309,15 @@ def train(
     # Dropout differs between ranks; the batch order does not depend on the RNG at all.
     torch.manual_seed(config.seed + rank)
     model.to(device)
+    steps = len(batches) // world  # equal step counts keep the ranks in lockstep
+    if steps == 0:
+        raise ValueError(f"{len(batches)} batches cannot be shared among {world} processes")
+    epochs, warmup = planned_schedule(config, steps)
     optimizer = torch.optim.AdamW(
         optimizer_groups(model, config.weight_decay), lr=config.lr, betas=config.betas
     )
     scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda i: lr_factor(i + 1, config.warmup_steps)
+        optimizer, lambda i: lr_factor(i + 1, warmup)
     )
     history, start_epoch = History(), 0
     if resume and checkpoint is not None and Path(checkpoint).is_file():
@@ -267,10 +335,10 @@ def train(
                           f"by {world}: training continues, but not exactly as one run would",
                           stacklevel=2)
         if rank < len(saved):
-            history = History(**saved[rank]["history"])
+            history = History.from_dict(saved[rank]["history"])
             _set_rng_state(saved[rank]["rng"], device)
         else:
-            history = History(**state["history"])
+            history = History.from_dict(state["history"])
     net = model
     if world > 1:
         net = nn.parallel.DistributedDataParallel(
@@ -278,14 +346,11 @@ def train(
         )
     tty = sys.stderr.isatty()
     show = (tty if progress is None else progress) and rank == 0
-    steps = len(batches) // world  # equal step counts keep the ranks in lockstep
-    if steps == 0:
-        raise ValueError(f"{len(batches)} batches cannot be shared among {world} processes")
-    for epoch in range(start_epoch, config.epochs):
+    for epoch in range(start_epoch, epochs):
         net.train()
         order = _epoch_order(len(batches), config.seed, epoch)[rank::world][:steps]
         # Off a terminal (a notebook, a log file) every redraw is kept: redraw rarely there.
-        bar = tqdm(order, desc=f"epoch {epoch + 1}/{config.epochs}", disable=not show,
+        bar = tqdm(order, desc=f"epoch {epoch + 1}/{epochs}", disable=not show,
                    leave=False, unit="batch", mininterval=0.1 if tty else 15.0, ncols=80)
         total, started = 0.0, time.perf_counter()
         for i in bar:
@@ -309,13 +374,16 @@ def train(
             bar.set_postfix(loss=f"{value:.3f}", refresh=False)
         bar.close()
         history.epoch_loss.append(total / steps)
-        if valid_fn is not None and rank == 0:
+        due = (epoch + 1) % valid_every == 0 or epoch + 1 == epochs
+        if valid_fn is not None and rank == 0 and due:
             model.eval()
             with torch.no_grad():
                 history.valid_score.append(float(valid_fn(model)))
+            history.valid_epoch.append(epoch + 1)
         history.epoch_seconds.append(time.perf_counter() - started)
         if show:
-            score = f", valid {history.valid_score[-1]:.2f}" if history.valid_score else ""
+            score = (f", valid {history.valid_score[-1]:.2f}"
+                     if history.valid_epoch and history.valid_epoch[-1] == epoch + 1 else "")
             tqdm.write(f"epoch {epoch + 1}: loss {history.epoch_loss[-1]:.3f}{score}",
                        file=sys.stderr)
         if checkpoint is not None:
@@ -333,6 +401,8 @@ def train(
                 "train_config": dataclasses.asdict(config),
                 **(extra_state or {}),
             })
+        if on_epoch is not None and rank == 0:
+            on_epoch(epoch + 1, epochs, history)
         if world > 1:
             dist.barrier()
     model.eval()

@@ -3,11 +3,17 @@
 The command line (``labformer train / translate / evaluate``) and the book's last chapter both
 go through :func:`train_translator` and :class:`Translator`, so they build the same model,
 train it the same way and decode the same way.
+
+Text goes through a :class:`~labformer.data.TextCodec` on each side: the Moses tokenizer and
+detokenizer (sacremoses) with NFC normalisation for real, cased text, or the generated corpus's
+own lower-case tokenizer for a :class:`~labformer.data.Corpus`. The codecs are saved in the
+checkpoint, so that translation reads and writes text exactly as training did.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,29 +22,24 @@ from typing import Any
 import torch
 from torch import nn
 
-from .data import (
-    Corpus,
-    SentencePair,
-    Vocab,
-    build_vocabs,
-    detokenize,
-    encode_pairs,
-    make_batches,
-    tokenize,
-)
+from .data import Corpus, SentencePair, TextCodec, Vocab, make_batches
 from .decoding import beam_search, greedy_decode
 from .metrics import corpus_bleu, corpus_chrf, exact_match
-from .train import History, TrainConfig, load_checkpoint, pick_device, train
+from .train import History, TrainConfig, load_checkpoint, pick_device, planned_schedule, train
 from .transformer import Transformer, TransformerConfig
 
 __all__ = [
     "BATCH_SIZE",
+    "MAX_BEAM",
+    "MIN_STEPS",
     "MODEL_DEFAULTS",
     "TRAIN_DEFAULTS",
     "Translation",
     "Translator",
     "build_model",
+    "check_resumable",
     "score",
+    "text_codecs",
     "train_translator",
 ]
 
@@ -49,10 +50,17 @@ MODEL_DEFAULTS: dict[str, Any] = {
     "d_model": 128, "num_heads": 4, "num_encoder_layers": 2, "num_decoder_layers": 2,
     "d_ff": 256, "dropout": 0.1, "max_len": 64, "norm_first": True,
 }
+# Training length in optimiser steps: at least MIN_STEPS, in whole epochs, 3 at least. On the
+# generated corpus 3 epochs are 876 steps already; a 300-pair file (3 batches an epoch) gets
+# 267 epochs. The warm-up is 200 steps, or a quarter of a shorter run.
+MIN_STEPS = 800
 TRAIN_DEFAULTS = TrainConfig(epochs=3, lr=2e-3, warmup_steps=200, label_smoothing=0.1,
-                             clip_norm=1.0, seed=0)
+                             clip_norm=1.0, seed=0, min_steps=MIN_STEPS, max_warmup_share=0.25)
 BATCH_SIZE = 96  # sentence pairs per optimiser step
 VALID_SENTENCES = 200  # validation pairs decoded after each epoch for the BLEU curve
+VALID_POINTS = 20  # at most about this many validation scores in a long run
+MAX_BEAM = 64  # hypotheses: a wider beam costs memory and time and does not translate better
+BEAM_ROWS = 1024  # sentences x hypotheses decoded at once with beam search
 
 
 def build_model(src_vocab: Vocab, tgt_vocab: Vocab, seed: int = 0, **overrides) -> Transformer:
@@ -92,7 +100,10 @@ class Translator:
     """A trained Transformer with its source and target vocabularies."""
 
     def __init__(self, model: Transformer, src_vocab: Vocab, tgt_vocab: Vocab,
-                 history: History | None = None) -> None:
+                 history: History | None = None, *, src_text: TextCodec | None = None,
+                 tgt_text: TextCodec | None = None) -> None:
+        """``src_text``/``tgt_text``: how text becomes tokens and back (default: the generated
+        corpus's lower-case word tokenizer, French -> English)."""
         cfg = model.config
         if cfg.src_vocab_size != len(src_vocab) or cfg.tgt_vocab_size != len(tgt_vocab):
             raise ValueError(f"vocabulary sizes {len(src_vocab)}, {len(tgt_vocab)} do not match "
@@ -104,6 +115,8 @@ class Translator:
                                      f"vocabulary's {value}")
         self.model = model.eval()
         self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
+        self.src_text = src_text or TextCodec("fr", "words")
+        self.tgt_text = tgt_text or TextCodec("en", "words")
         self.history = history if history is not None else History()
 
     @property
@@ -131,22 +144,34 @@ class Translator:
             model.load_state_dict(state["model"])
             src_vocab = Vocab.from_dict(state["src_vocab"])
             tgt_vocab = Vocab.from_dict(state["tgt_vocab"])
+            # Files of an earlier version hold no codecs: they were trained on the corpus.
+            src_text = TextCodec.from_dict(state.get("src_text", {"lang": "fr", "kind": "words"}))
+            tgt_text = TextCodec.from_dict(state.get("tgt_text", {"lang": "en", "kind": "words"}))
         except (TypeError, RuntimeError, KeyError) as e:
             raise ValueError(f"{path}: inconsistent translator checkpoint ({e})") from e
-        history = History(**state["history"]) if "history" in state else None
+        except ValueError as e:
+            raise ValueError(f"{path}: inconsistent translator checkpoint ({e})") from None
+        history = History.from_dict(state["history"]) if "history" in state else None
         device = pick_device(device) if isinstance(device, str) else device
-        return cls(model.to(device), src_vocab, tgt_vocab, history)
+        return cls(model.to(device), src_vocab, tgt_vocab, history, src_text=src_text,
+                   tgt_text=tgt_text)
+
+    def checkpoint_state(self) -> dict[str, Any]:
+        """What identifies this translator's data and model in a checkpoint (no weights)."""
+        return {"model_config": dataclasses.asdict(self.model.config),
+                "src_vocab": self.src_vocab.to_dict(), "tgt_vocab": self.tgt_vocab.to_dict(),
+                "src_text": self.src_text.to_dict(), "tgt_text": self.tgt_text.to_dict()}
 
     def unknown_words(self, sentence: str) -> list[str]:
         """The words of ``sentence`` outside the source vocabulary (they are read as UNK)."""
-        return self.src_vocab.lookup_unknown(tokenize(sentence))
+        return self.src_vocab.lookup_unknown(self.src_text.tokenize(sentence))
 
     def _encode(self, sentences: Sequence[str]) -> list[list[int]]:
         if isinstance(sentences, str) or not sentences:
             raise ValueError("expected a non-empty list of sentences")
         ids = []
         for i, sentence in enumerate(sentences):
-            tokens = tokenize(sentence)
+            tokens = self.src_text.tokenize(sentence)
             if not tokens:
                 raise ValueError(f"sentence {i} is empty: {sentence!r}")
             if len(tokens) > self.max_source_tokens:
@@ -169,8 +194,10 @@ class Translator:
         cfg_max = self.model.config.max_len
         if max_len is not None and not 1 <= max_len <= cfg_max:
             raise ValueError(f"max_len must be in [1, {cfg_max}] for this model, got {max_len}")
-        if beam is not None and beam < 1:
-            raise ValueError(f"beam must be a positive number of hypotheses, got {beam}")
+        if beam is not None and not 1 <= beam <= MAX_BEAM:
+            raise ValueError(f"beam must be between 1 and {MAX_BEAM} hypotheses, got {beam}")
+        if beam is not None:  # a batch of sentences x hypotheses that fits in memory
+            batch_size = max(1, min(batch_size, BEAM_ROWS // beam))
         self.model.eval()
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))  # similar lengths together
         outputs: list[list[int]] = [[] for _ in ids]
@@ -192,7 +219,7 @@ class Translator:
                 out = [h[0].tokens for h in hyps]
             for r, i in enumerate(rows):
                 outputs[i] = out[r][:limits[r]]
-        return [Translation(s, detokenize(self.tgt_vocab.decode(o)),
+        return [Translation(s, self.tgt_text.detokenize(self.tgt_vocab.decode(o)),
                             tuple(self.unknown_words(s)))
                 for s, o in zip(sentences, outputs, strict=True)]
 
@@ -206,11 +233,59 @@ class Translator:
 
     def evaluate(self, pairs: Sequence[SentencePair], beam: int | None = None,
                  length_penalty: float = 0.0) -> dict[str, float]:
-        """Corpus BLEU, chrF and exact match (0-100) on (source, reference) pairs."""
+        """Corpus BLEU, chrF and exact match (0-100) on (source, reference) pairs.
+
+        The detokenised output is scored against the references read as training read its
+        targets (NFC, ASCII apostrophes): cased, unless the model was trained on lower case.
+        """
         if not pairs:
             raise ValueError("no pairs to evaluate")
         hyps = self.translate([s for s, _ in pairs], beam=beam, length_penalty=length_penalty)
-        return score(hyps, [t for _, t in pairs])
+        return score(hyps, [self.tgt_text.normalize(t) for _, t in pairs])
+
+    @property
+    def cased(self) -> bool:
+        """Whether the output keeps case (False for a model trained on lower-case targets)."""
+        return self.tgt_text.kind != "words" and not self.tgt_text.lowercase
+
+
+def text_codecs(sources: Sequence[str], src_lang: str = "fr", tgt_lang: str = "en",
+                tokenizer: str = "moses") -> tuple[TextCodec, TextCodec]:
+    """The source and target codecs for training sentences ``sources``.
+
+    The source side folds case when every training source is lower-case (as in the generated
+    corpus), so that a capitalised input still finds its words; the target keeps its case.
+    """
+    lower = all(s == s.lower() for s in sources)
+    return (TextCodec(src_lang, tokenizer, lowercase=lower and tokenizer == "moses"),
+            TextCodec(tgt_lang, tokenizer))
+
+
+def check_resumable(checkpoint: str | os.PathLike, expected: dict[str, Any]) -> None:
+    """ValueError unless ``checkpoint`` was trained on the same data, model and settings.
+
+    ``expected``: the entries of the new run's checkpoint state (vocabularies, configuration,
+    codecs, corpus description); each present in the file must be equal.
+    """
+    state = load_checkpoint(checkpoint)
+    labels = {"src_vocab": "source vocabulary", "tgt_vocab": "target vocabulary",
+              "model_config": "model configuration", "src_text": "source tokenizer",
+              "tgt_text": "target tokenizer", "corpus": "training data"}
+    for key, value in expected.items():
+        if key in state and state[key] != value:
+            what = labels.get(key, key)
+            if key.endswith("vocab"):
+                what += (f": {len(state[key].get('tokens', []))} words in the file, "
+                         f"{len(value['tokens'])} in this data")
+            raise ValueError(f"{checkpoint} was trained on other data or settings (its "
+                             f"{what} differs): write to another --out, or train afresh "
+                             f"without --resume")
+    saved = state.get("train_config", {})
+    for key in ("lr", "warmup_steps", "label_smoothing", "weight_decay", "clip_norm", "seed"):
+        if key in saved and key in expected.get("train_config", {}) \
+                and saved[key] != expected["train_config"][key]:
+            raise ValueError(f"{checkpoint} was trained with {key}={saved[key]}, this run has "
+                             f"{expected['train_config'][key]}: resume with the same settings")
 
 
 def train_translator(
@@ -228,15 +303,28 @@ def train_translator(
     progress: bool | None = None,
     valid_size: int = VALID_SENTENCES,
     extra_state: dict | None = None,
+    src_lang: str = "fr",
+    tgt_lang: str = "en",
+    tokenizer: str | None = None,
+    on_epoch: Any = None,
 ) -> Translator:
     """Build the vocabularies and the model, train it, return the :class:`Translator`.
 
     ``data`` is a :class:`Corpus` (its train split is used, its valid split scored after every
     epoch) or a list of (source, target) pairs, with ``valid_pairs`` optional. The first
-    ``valid_size`` validation pairs give the per-epoch BLEU in ``translator.history``.
-    ``train_config`` defaults to TRAIN_DEFAULTS; ``epochs`` and ``seed`` are shortcuts that
-    replace its fields (a value that contradicts a ``train_config`` you pass is an error). The
-    seed sets the initial weights, the batches, dropout and the batch order.
+    ``valid_size`` validation pairs give the validation BLEU in ``translator.history``.
+    ``train_config`` defaults to TRAIN_DEFAULTS: at least MIN_STEPS optimiser steps, in whole
+    epochs (3 at least). ``epochs`` and ``seed`` are shortcuts that replace its fields; an
+    explicit ``epochs`` means exactly that many epochs (a value that contradicts a
+    ``train_config`` you pass is an error). The seed sets the initial weights, the batches,
+    dropout and the batch order.
+
+    ``tokenizer``: "moses" (real, cased text: NFC, sacremoses) or "words" (the generated
+    corpus's lower-case tokenizer); None picks "words" for a Corpus, "moses" otherwise.
+    ``src_lang``/``tgt_lang`` choose Moses's language rules. Sentence pairs too long for the
+    model, in training or validation, are an error before any step. With ``resume`` and an
+    existing ``checkpoint``, the file must have been trained on the same data and model.
+    ``on_epoch(epoch, epochs, history)`` is called after each epoch (see :func:`train`).
     """
     changes: dict[str, Any] = {}
     for name, value in (("epochs", epochs), ("seed", seed)):
@@ -246,6 +334,8 @@ def train_translator(
             raise ValueError(f"{name}={value} contradicts train_config.{name}="
                              f"{getattr(train_config, name)}: set it in one place")
         changes[name] = value
+    if epochs is not None and train_config is None:
+        changes["min_steps"] = 0  # epochs=N: exactly N passes
     config = dataclasses.replace(train_config or TRAIN_DEFAULTS, **changes)  # epochs=0: error
     if isinstance(data, Corpus):
         train_pairs, valid_pairs = data.train, valid_pairs if valid_pairs else data.valid
@@ -253,29 +343,40 @@ def train_translator(
         train_pairs = list(data)
     if not train_pairs:
         raise ValueError("no training pairs")
-    src_vocab, tgt_vocab = build_vocabs(train_pairs)
+    kind = tokenizer or ("words" if isinstance(data, Corpus) else "moses")
+    src_text, tgt_text = text_codecs([s for s, _ in train_pairs], src_lang, tgt_lang, kind)
+    src_tokens = [src_text.tokenize(s) for s, _ in train_pairs]  # each sentence read once
+    tgt_tokens = [tgt_text.tokenize(t) for _, t in train_pairs]
+    src_vocab, tgt_vocab = Vocab.build(src_tokens), Vocab.build(tgt_tokens)
     model = build_model(src_vocab, tgt_vocab, seed=config.seed, **(model_overrides or {}))
-    too_long = [i for i, (s, t) in enumerate(train_pairs)
-                if max(len(tokenize(s)), len(tokenize(t))) >= model.config.max_len]
+    max_len = model.config.max_len
+    too_long = [i for i, (s, t) in enumerate(zip(src_tokens, tgt_tokens, strict=True))
+                if max(len(s), len(t)) >= max_len]
     if too_long:
         raise ValueError(f"{len(too_long)} training pairs (first: {too_long[0]}) have "
-                         f">= {model.config.max_len} tokens, the model's max_len")
-    batches = make_batches(encode_pairs(train_pairs, src_vocab, tgt_vocab), batch_size,
-                           shuffle=True, seed=config.seed)
-    translator = Translator(model, src_vocab, tgt_vocab)
+                         f">= {max_len} tokens, the model's max_len")
     valid = list(valid_pairs or [])[:valid_size]
+    too_long = [i for i, (s, _) in enumerate(valid) if len(src_text.tokenize(s)) >= max_len]
+    if too_long:
+        raise ValueError(f"{len(too_long)} validation pairs (first: {too_long[0]}) have "
+                         f">= {max_len} source tokens, the model's max_len")
+    ids = [(src_vocab.encode(s), tgt_vocab.encode(t))
+           for s, t in zip(src_tokens, tgt_tokens, strict=True)]
+    batches = make_batches(ids, batch_size, shuffle=True, seed=config.seed)
+    translator = Translator(model, src_vocab, tgt_vocab, src_text=src_text, tgt_text=tgt_text)
 
     def valid_bleu(_: nn.Module) -> float:
         hyps = translator.translate([s for s, _ in valid])
-        return corpus_bleu(hyps, [t for _, t in valid])
+        return corpus_bleu(hyps, [tgt_text.normalize(t) for _, t in valid])
 
-    state = {
-        "model_config": dataclasses.asdict(model.config),
-        "src_vocab": src_vocab.to_dict(),
-        "tgt_vocab": tgt_vocab.to_dict(),
-        **(extra_state or {}),
-    }
+    state = {**translator.checkpoint_state(), **(extra_state or {})}
+    if resume and checkpoint is not None and os.path.isfile(checkpoint):
+        check_resumable(checkpoint, {**state, "train_config": dataclasses.asdict(config)})
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    planned, _ = planned_schedule(config, max(1, len(batches) // world))
     translator.history = train(model, batches, config, valid_fn=valid_bleu if valid else None,
                                checkpoint=checkpoint, resume=resume, extra_state=state,
-                               device=device, progress=progress)
+                               device=device, progress=progress,
+                               valid_every=max(1, math.ceil(planned / VALID_POINTS)),
+                               on_epoch=on_epoch)
     return translator

@@ -184,7 +184,9 @@ def test_train_translator_seed_and_epochs_have_one_source(monkeypatch, corpus):
     train_translator(pairs, seed=5, epochs=2, model_overrides=TINY)
     mine = TrainConfig(epochs=1, seed=7)
     train_translator(pairs, train_config=mine, seed=7, epochs=1, model_overrides=TINY)
-    assert seen == [TRAIN_DEFAULTS, dataclasses.replace(TRAIN_DEFAULTS, seed=5, epochs=2), mine]
+    # an explicit epochs= means exactly that many epochs: no minimum number of steps
+    assert seen == [TRAIN_DEFAULTS,
+                    dataclasses.replace(TRAIN_DEFAULTS, seed=5, epochs=2, min_steps=0), mine]
     with pytest.raises(ValueError, match=r"seed=3 contradicts train_config.seed=7"):
         train_translator(pairs, train_config=mine, seed=3, model_overrides=TINY)
     with pytest.raises(ValueError, match=r"epochs=4 contradicts train_config.epochs=1"):
@@ -212,13 +214,13 @@ def test_train_writes_a_checkpoint_and_resumes(capsys, tmp_path):
             "cpu", "--batch-size", "50", "--quiet"]
     code, out, err = run(capsys, *args, "--epochs", "1")
     assert code == 0, err
-    assert "epoch 1: loss" in out and "valid BLEU" in out and str(ck) in out
+    assert "epoch 1/1: loss" in out and "valid BLEU" in out and str(ck) in out
     state = load_checkpoint(ck)
     assert state["corpus"] == {"num_pairs": 2100, "seed": 0}  # the data set keeps its seed
     assert state["train_config"]["seed"] == 1
     code, out, err = run(capsys, *args, "--epochs", "2", "--resume")
     assert code == 0, err
-    assert "epoch 2: loss" in out and load_checkpoint(ck)["epoch"] == 1
+    assert "epoch 2/2: loss" in out and load_checkpoint(ck)["epoch"] == 1
 
 
 def test_train_and_evaluate_on_a_pairs_file(capsys, tmp_path, corpus):

@@ -1,20 +1,42 @@
-"""Reading and writing tab-separated sentence-pair files (Tatoeba / Anki export format)."""
+"""Reading and writing tab-separated sentence-pair files (Tatoeba / Anki export formats).
+
+The layouts users have, and the columns to read (0-based here, 1-based on the command line):
+
+- ``source<TAB>target``: columns 0 and 1, the default (``labformer corpus`` writes it).
+- The Anki / manythings.org ``fra.txt``: ``English<TAB>French<TAB>attribution``; for
+  French -> English read columns 1 and 0 (``--reverse``).
+- A Tatoeba pairs export: ``id<TAB>text<TAB>id<TAB>text``; read columns 1 and 3
+  (``--src-col 2 --tgt-col 4``).
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from labformer.data.text import SentencePair
 
+__all__ = ["PairLine", "guess_language", "load_pairs", "read_pairs", "save_pairs"]
 
-def load_pairs(path: str | os.PathLike[str], src_col: int = 0, tgt_col: int = 1
-               ) -> list[SentencePair]:
-    """Sentence pairs from a UTF-8 file with one tab-separated pair per line.
+
+class PairLine(NamedTuple):
+    """One pair of a file, with the 1-based line it came from (for error messages)."""
+
+    line: int
+    src: str
+    tgt: str
+
+
+def read_pairs(path: str | os.PathLike[str], src_col: int = 0, tgt_col: int = 1
+               ) -> list[PairLine]:
+    """Sentence pairs, with their line numbers, from a UTF-8 file of tab-separated columns.
 
     Extra columns (an attribution, say) are ignored and blank lines skipped. A line with too
-    few columns or an empty side raises ``ValueError`` naming the file and 1-based line.
+    few columns or an empty side raises ``ValueError`` naming the file and 1-based line; so
+    does a column that holds only numbers (the ids of a Tatoeba export, read as sentences).
     """
     if min(src_col, tgt_col) < 0 or src_col == tgt_col:
         raise ValueError(f"src_col and tgt_col must be distinct and >= 0, got {src_col}, "
@@ -26,7 +48,7 @@ def load_pairs(path: str | os.PathLike[str], src_col: int = 0, tgt_col: int = 1
         raise FileNotFoundError(f"pairs file not found: {path}") from None
     except IsADirectoryError:
         raise IsADirectoryError(f"pairs path is a directory, not a file: {path}") from None
-    pairs: list[tuple[str, str]] = []
+    pairs: list[PairLine] = []
     needed = max(src_col, tgt_col) + 1
     for number, line_bytes in enumerate(raw.splitlines(), start=1):
         try:
@@ -46,8 +68,20 @@ def load_pairs(path: str | os.PathLike[str], src_col: int = 0, tgt_col: int = 1
         if not src or not tgt:
             side = "source" if not src else "target"
             raise ValueError(f"{path}:{number}: empty {side} sentence: {line[:60]!r}")
-        pairs.append((src, tgt))
+        pairs.append(PairLine(number, src, tgt))
+    for col, side in ((src_col, "source"), (tgt_col, "target")):
+        texts = [p.src if side == "source" else p.tgt for p in pairs]
+        if texts and all(t.isdigit() for t in texts):
+            raise ValueError(f"{path}: the {side} column (column {col + 1}) holds numbers, not "
+                             f"sentences; a Tatoeba export is id<TAB>text<TAB>id<TAB>text: "
+                             f"read columns 2 and 4")
     return pairs
+
+
+def load_pairs(path: str | os.PathLike[str], src_col: int = 0, tgt_col: int = 1
+               ) -> list[SentencePair]:
+    """Sentence pairs ``(src, tgt)`` of a tab-separated file (see :func:`read_pairs`)."""
+    return [(p.src, p.tgt) for p in read_pairs(path, src_col, tgt_col)]
 
 
 def save_pairs(pairs: Iterable[tuple[str, str]], path: str | os.PathLike[str]) -> None:
@@ -58,3 +92,29 @@ def save_pairs(pairs: Iterable[tuple[str, str]], path: str | os.PathLike[str]) -
             raise ValueError(f"pair {row} contains a tab or a line break: {(src, tgt)!r}")
         lines.append(f"{src}\t{tgt}\n")
     Path(path).write_text("".join(lines), encoding="utf-8")
+
+
+# Frequent short words of each language, none shared by both (a cheap guard, not a detector).
+_MARKERS = {
+    "fr": frozenset("le la les un une des du de et est je tu il elle nous vous ils sont "
+                    "pas ne suis c' j' l' d' qu' n' au aux ce cette mon ma mes pour dans "
+                    "avec sur qui que".split()),
+    "en": frozenset("the and is are i you he she we they not am it's i'm don't "
+                    "this that my your of to with for in at what who".split()),
+}
+_WORD = re.compile(r"\w+'?")
+
+
+def guess_language(sentences: Sequence[str], min_hits: int = 20) -> str | None:
+    """"fr" or "en" when ``sentences`` clearly read as French or English, else None.
+
+    Counts frequent function words of each language; a language wins with at least
+    ``min_hits`` hits and three times the other's. Used to catch swapped columns.
+    """
+    hits = dict.fromkeys(_MARKERS, 0)
+    for sentence in sentences:
+        for word in _WORD.findall(sentence.lower().replace("\u2019", "'")):
+            for lang, markers in _MARKERS.items():
+                hits[lang] += word in markers
+    (best, n), (_, m) = sorted(hits.items(), key=lambda kv: -kv[1])
+    return best if n >= min_hits and n >= 3 * m else None
