@@ -30,6 +30,11 @@ Design choices (all variants share them):
   ``"source"`` the scores are cut to the first ``S`` of the ``max_len`` slots before that
   masked softmax (the article's code softmaxes all ``max_len`` slots and lets the zero-padded
   encoder outputs absorb the rest, so its weights over real tokens need not sum to 1).
+
+``model.config`` (:class:`RNNConfig`) records the constructor's arguments. The training loop
+``labformer.train.train`` expects ``model(src, tgt_in) -> logits`` and ``model.config.pad_id``;
+:class:`TeacherForcedRNN` wraps a :class:`Seq2SeqRNN` that way, so that the translator
+chapter trains its recurrent baseline with the Transformer's own loop.
 """
 
 from __future__ import annotations
