@@ -1,9 +1,12 @@
-"""Sphinx extension of the labformer book: offline attention explorers.
+"""Sphinx extension of the labformer book: offline attention explorers, bibliography labels.
 
 Pages whose HTML holds an attention explorer (``labformer.plot.attention_explorer``) get two
 deferred scripts, ``_static/plotly.min.js`` then ``_static/labformer-explorer.js``. The first is
 the copy of plotly.js that the plotly Python package ships; it is copied into the built book's
 ``_static`` once per build, so no page loads it from a CDN and no output inlines it.
+
+The bibliography's labels read as the text cites: "[Cho et al., 2014]", not "[CvMerrienboerG+14]"
+(``bibtex_default_style: labformer``, a pybtex style registered here).
 """
 
 from __future__ import annotations
@@ -13,6 +16,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from pybtex.plugin import register_plugin
+from pybtex.style.formatting.plain import Style as PlainStyle
+from pybtex.style.labels import BaseLabelStyle
 from sphinx.application import Sphinx
 
 #: The class that labformer.plot.EXPLORER_CLASS writes (not imported: that would load torch).
@@ -49,6 +55,40 @@ def copy_plotly_js(app: Sphinx, exception: Exception | None) -> None:
     if not target.is_file() or target.stat().st_size != source.stat().st_size:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)
+
+
+def _last_name(person: Any) -> str:
+    """A person's last name as printed, braces of BibTeX's {Source 000} removed."""
+    name = " ".join(person.prelast_names + person.last_names) or " ".join(person.first_names)
+    return name.replace("{", "").replace("}", "")
+
+
+class AuthorYearLabels(BaseLabelStyle):
+    """Labels as the author-year citations in the text: "Cho et al., 2014", "Ba et al., 2016"."""
+
+    def format_labels(self, sorted_entries: Any) -> Any:
+        for entry in sorted_entries:
+            people = entry.persons.get("author") or entry.persons.get("editor") or []
+            names = [_last_name(p) for p in people]
+            if not names:
+                who = entry.fields.get("title", entry.key)[:24]
+            elif len(names) == 1:
+                who = names[0]
+            elif len(names) == 2:
+                who = f"{names[0]} and {names[1]}"
+            else:
+                who = f"{names[0]} et al."
+            yield f"{who}, {entry.fields.get('year', 'n.d.')}"
+
+
+class LabformerStyle(PlainStyle):
+    """pybtex's plain style (sorted by author, year, title) with author-year labels."""
+
+    default_label_style = "labformer-author-year"
+
+
+register_plugin("pybtex.style.labels", "labformer-author-year", AuthorYearLabels)
+register_plugin("pybtex.style.formatting", "labformer", LabformerStyle)
 
 
 def setup(app: Sphinx) -> dict[str, Any]:

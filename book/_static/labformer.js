@@ -1,0 +1,37 @@
+/* labformer book: a figure shown narrower than its own size (on a phone, say) opens at full
+   size in a scrolling layer when tapped or clicked; Escape, a tap or a click closes it. */
+(function () {
+  "use strict";
+  var SELECTOR = ".bd-content div.cell_output img, .bd-content figure img";
+
+  function zoomable(img) {
+    return img.naturalWidth && img.getBoundingClientRect().width + 1 < img.naturalWidth / 2;
+  }
+
+  function mark() {
+    document.querySelectorAll(SELECTOR).forEach(function (img) {
+      img.classList.toggle("lf-zoomable", Boolean(zoomable(img)));
+    });
+  }
+
+  function open(img) {
+    var dialog = document.createElement("dialog");
+    dialog.className = "lf-zoom";
+    var big = document.createElement("img");
+    big.src = img.currentSrc || img.src;
+    big.alt = img.alt;
+    big.width = Math.round(img.naturalWidth / 2);  // 2x PNGs: their display size
+    dialog.appendChild(big);
+    dialog.addEventListener("click", function () { dialog.close(); });
+    dialog.addEventListener("close", function () { dialog.remove(); });
+    document.body.appendChild(dialog);
+    dialog.showModal();
+  }
+
+  document.addEventListener("click", function (event) {
+    var img = event.target.closest && event.target.closest(SELECTOR);
+    if (img && img.classList.contains("lf-zoomable")) open(img);
+  });
+  window.addEventListener("load", mark);
+  window.addEventListener("resize", mark);
+})();
