@@ -128,7 +128,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="continue from --out if it exists (default off; same result as one "
                         "long run; the file must hold the same data and model)")
     p.add_argument("--quiet", action="store_true",
-                   help="no progress bar and no epoch lines (default off)")
+                   help="no progress bar, only one line an epoch (default off)")
 
     for name, text in (("translate", "translate sentences with a trained checkpoint"),
                        ("evaluate", "BLEU, chrF and exact match on a split or a pairs file")):
@@ -312,11 +312,13 @@ def _train(args: argparse.Namespace) -> int:
     if args.steps:
         config = config.__class__(**{**_fields(config), "min_steps": args.steps})
     config = config.__class__(**{**_fields(config), "seed": args.seed})
-    quiet_lines = args.quiet or sys.stdout.isatty()  # on a terminal the bar shows progress
+    # Off a terminal (a log, a pipe) or with --quiet, one line an epoch as it ends; on a
+    # terminal the progress bar shows the run, and the lines follow at the end.
+    live_lines = args.quiet or not sys.stdout.isatty()
 
     def epoch_line(epoch: int, epochs: int, h) -> None:
         every = max(1, epochs // 25)  # about 25 lines, whatever the run's length
-        if quiet_lines or (epoch % every and epoch != epochs):
+        if not live_lines or (epoch % every and epoch != epochs):
             return
         scored = h.valid_epoch and h.valid_epoch[-1] == epoch
         bleu = f", valid BLEU {h.valid_score[-1]:.1f}" if scored else ""
@@ -333,7 +335,7 @@ def _train(args: argparse.Namespace) -> int:
     if rank != 0:
         return 0
     h = translator.history
-    if quiet_lines and not args.quiet:  # a terminal: the summary once the bar has gone
+    if not live_lines:  # a terminal: the summary once the bar has gone
         scores = dict(zip(h.valid_epoch, h.valid_score, strict=True))
         for i, loss in enumerate(h.epoch_loss, start=1):
             if i in scores or i == len(h.epoch_loss):
@@ -352,7 +354,7 @@ def _fields(config) -> dict:
 
 def _verdict(translator: Translator, valid: list) -> int:
     """0, or 3 with a loud message when the run learned nothing (BLEU ~ 0, empty outputs)."""
-    if not valid:
+    if not valid or not translator.history.valid_score:
         print("labformer: warning: no validation pairs (fewer than 20 in the file): the "
               "model's quality is unknown", file=sys.stderr)
         return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -213,13 +214,14 @@ def test_train_writes_a_checkpoint_and_resumes(capsys, tmp_path):
     args = ["train", "--out", str(ck), "--num-pairs", "2100", "--seed", "1", "--device",
             "cpu", "--batch-size", "50", "--quiet"]
     code, out, err = run(capsys, *args, "--epochs", "1")
-    assert code == 0, err
+    # 2 steps teach nothing: the checkpoint is written, and the run says so and fails
+    assert code == 3 and "learned nothing useful: validation BLEU" in err, err
     assert "epoch 1/1: loss" in out and "valid BLEU" in out and str(ck) in out
     state = load_checkpoint(ck)
     assert state["corpus"] == {"num_pairs": 2100, "seed": 0}  # the data set keeps its seed
     assert state["train_config"]["seed"] == 1
     code, out, err = run(capsys, *args, "--epochs", "2", "--resume")
-    assert code == 0, err
+    assert code == 3 and "no checkpoint" not in err, err
     assert "epoch 2/2: loss" in out and load_checkpoint(ck)["epoch"] == 1
 
 
@@ -229,8 +231,13 @@ def test_train_and_evaluate_on_a_pairs_file(capsys, tmp_path, corpus):
     ck = tmp_path / "mine.pt"
     code, out, err = run(capsys, "train", "--pairs", str(pairs), "--out", str(ck), "--epochs",
                          "1", "--batch-size", "30", "--device", "cpu", "--quiet")
-    assert code == 0, err
-    assert load_checkpoint(ck)["corpus"] == {"pairs_file": str(pairs.resolve())}
+    assert code == 1 and "60 pair(s) are too few" in err and not ck.exists()
+    code, out, err = run(capsys, "train", "--pairs", str(pairs), "--out", str(ck), "--epochs",
+                         "1", "--batch-size", "30", "--device", "cpu", "--quiet",
+                         "--min-pairs", "1")
+    assert code == 3 and "learned nothing useful" in err, err
+    assert load_checkpoint(ck)["corpus"] == {"pairs_file": str(pairs.resolve()),
+                                             "columns": [0, 1]}
     code, out, err = run(capsys, "evaluate", "--checkpoint", str(ck), "--pairs", str(pairs),
                          "--limit", "5")
     assert code == 0, err
@@ -327,7 +334,8 @@ def test_evaluate_a_split(capsys, checkpoint):
 
 
 def test_usage_errors_exit_with_status_2(capsys):
-    for argv in ([], ["translate"], ["translate", "--beam", "0", "x"], ["corpus", "--num", "x"]):
+    for argv in ([], ["translate", "--beam", "0", "x"], ["translate", "--beam", "65", "x"],
+                 ["corpus", "--num", "x"]):
         with pytest.raises(SystemExit) as e:
             main(argv)
         assert e.value.code == 2
@@ -352,3 +360,160 @@ def test_console_script_help():
     assert done.returncode == 0 and done.stderr == ""
     for command in ("corpus", "train", "translate", "evaluate"):
         assert command in done.stdout
+
+
+# ------------------------------------------------------------- real files, checks, pipes
+
+DATA = Path(__file__).parent / "data"
+EVERYDAY = DATA / "fr-en-everyday.tsv"
+
+
+def _train_args(tmp_path, *extra: str) -> list[str]:
+    return ["train", "--out", str(tmp_path / "m.pt"), "--epochs", "1", "--batch-size", "400",
+            "--device", "cpu", "--quiet", *extra]
+
+
+def test_version_and_every_default_in_help(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out.startswith("labformer ")
+    import labformer.cli as cli
+
+    parser = cli._parser()
+    subs = next(a for a in parser._actions if a.dest == "command").choices
+    for name, sub in subs.items():
+        for action in sub._actions:
+            if action.dest in ("help", "sentences") or not action.option_strings:
+                continue
+            assert "default" in (action.help or ""), (name, action.option_strings)
+
+
+def test_a_three_pair_file_is_refused_before_any_work(capsys, tmp_path):
+    three = tmp_path / "three.tsv"
+    three.write_text("Bonjour !\tHello!\nMerci.\tThanks.\nOui.\tYes.\n", encoding="utf-8")
+    code, out, err = run(capsys, *_train_args(tmp_path, "--pairs", str(three)))
+    assert code == 1 and out == "" and "3 pair(s) are too few" in err
+    assert not (tmp_path / "m.pt").exists()
+
+
+def test_anki_file_needs_reverse_and_tatoeba_needs_columns(capsys, tmp_path):
+    code, _, err = run(capsys, *_train_args(tmp_path, "--pairs", str(DATA / "anki-fra.txt"),
+                                            "--min-pairs", "1"))
+    assert code == 1 and "column 1 reads as en and column 2 as fr" in err
+    assert "--reverse" in err
+    code, _, err = run(capsys, *_train_args(tmp_path, "--pairs",
+                                            str(DATA / "tatoeba-fra-eng.tsv")))
+    assert code == 1 and "holds numbers" in err
+    code, _, err = run(capsys, *_train_args(tmp_path, "--pairs", str(EVERYDAY),
+                                            "--src-col", "2", "--tgt-col", "2"))
+    assert code == 1 and "both 2" in err
+
+
+@pytest.mark.parametrize("layout, flags", [
+    ("anki-fra.txt", ["--reverse"]),
+    ("tatoeba-fra-eng.tsv", ["--src-col", "2", "--tgt-col", "4"]),
+])
+def test_train_reads_the_anki_and_tatoeba_layouts(capsys, tmp_path, layout, flags):
+    code, out, err = run(capsys, *_train_args(tmp_path, "--pairs", str(DATA / layout),
+                                              "--min-pairs", "1", *flags))
+    assert code in (0, 3), err  # one step: it need not have learned anything
+    state = load_checkpoint(tmp_path / "m.pt")
+    assert state["src_text"] == {"lang": "fr", "kind": "moses", "lowercase": False}
+    src_vocab = Vocab.from_dict(state["src_vocab"])
+    assert "Bonjour" in src_vocab or "Elle" in src_vocab  # French, cased, on the source side
+    assert "the" not in src_vocab
+
+
+def test_a_too_long_pair_is_reported_by_file_and_line(capsys, tmp_path):
+    lines = EVERYDAY.read_text(encoding="utf-8").splitlines()
+    lines[140] = " ".join(["très"] * 70) + " bien.\tVery good."
+    bad = tmp_path / "long.tsv"
+    bad.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, out, err = run(capsys, *_train_args(tmp_path, "--pairs", str(bad)))
+    assert code == 1 and f"{bad}:141: the source sentence has 72 tokens" in err
+
+
+def test_out_must_be_writable_and_not_locked(capsys, tmp_path, monkeypatch):
+    code, _, err = run(capsys, "train", "--pairs", str(EVERYDAY), "--out", str(tmp_path))
+    assert code == 1 and "is a directory" in err
+    blocked = tmp_path / "file"
+    blocked.write_text("x")
+    code, _, err = run(capsys, "train", "--pairs", str(EVERYDAY), "--out",
+                       str(blocked / "m.pt"))
+    assert code == 1 and "cannot write the checkpoint" in err
+    out = tmp_path / "m.pt"
+    Path(str(out) + ".lock").write_text(str(os.getppid()))  # a live process holds it
+    code, _, err = run(capsys, *_train_args(tmp_path, "--pairs", str(EVERYDAY)))
+    assert code == 1 and f"another run (pid {os.getppid()}) is writing {out}" in err
+    assert not out.exists()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    Path(str(out) + ".lock").write_text(dead)  # a stale lock: taken over, then removed
+    code, _, err = run(capsys, *_train_args(tmp_path, "--pairs", str(EVERYDAY)))
+    assert code in (0, 3) and "stale lock" in err and out.exists()
+    assert not Path(str(out) + ".lock").exists()
+
+
+def test_resume_checks_the_checkpoint_before_any_step(capsys, tmp_path):
+    code, _, err = run(capsys, *_train_args(tmp_path, "--pairs", str(EVERYDAY), "--resume"))
+    assert code in (0, 3) and "no checkpoint at" in err and "starting a fresh run" in err
+    anki = _train_args(tmp_path, "--pairs", str(DATA / "anki-fra.txt"), "--reverse",
+                       "--min-pairs", "1", "--resume")
+    code, _, err = run(capsys, *anki)
+    assert code == 1 and "was trained on other data or settings" in err
+    state = load_checkpoint(tmp_path / "m.pt")  # a history field from another version
+    state["history"]["from_the_future"] = [1.0]
+    save_checkpoint(tmp_path / "m.pt", state)
+    code, out, err = run(capsys, "translate", "--checkpoint", str(tmp_path / "m.pt"), "Merci.")
+    assert code == 0 and len(out.splitlines()) == 1
+
+
+@pytest.mark.parametrize("device, match", [("meta", "cannot run the model here"),
+                                            ("mps", "MPS is not available")])
+def test_unusable_devices_are_one_line(capsys, tmp_path, checkpoint, device, match):
+    code, _, err = run(capsys, "translate", "--checkpoint", str(checkpoint), "--device",
+                       device, "le chat")
+    assert code == 1 and match in err and "Traceback" not in err
+    code, _, err = run(capsys, "train", "--pairs", str(EVERYDAY), "--device", device,
+                       "--out", str(tmp_path / "x.pt"))
+    assert code == 1 and match in err
+
+
+def test_translate_reads_standard_input(capsys, monkeypatch, checkpoint, translator):
+    import io
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO("je suis étudiant\n\nle chat dort.\n"))
+    code, out, err = run(capsys, "translate", "--checkpoint", str(checkpoint))
+    assert code == 0
+    expected = translator.translate(["je suis étudiant", "le chat dort."])
+    assert out.split("\n")[:3] == [expected[0], "", expected[1]]
+    monkeypatch.setattr(sys, "stdin", io.StringIO("je suis étudiant\n"))
+    code, out, _ = run(capsys, "translate", "--checkpoint", str(checkpoint), "-")
+    assert code == 0 and out.splitlines() == expected[:1]
+
+
+def test_an_empty_translation_comes_with_a_warning(capsys, monkeypatch, checkpoint):
+    monkeypatch.setattr(Translator, "translate_detailed",
+                        lambda self, s, beam=None: [Translation(x, "") for x in s])
+    code, out, err = run(capsys, "translate", "--checkpoint", str(checkpoint), "le chat")
+    assert code == 0 and out == "\n"
+    assert "sentence 1 translated to nothing" in err
+
+
+def test_corpus_into_a_closed_pipe_ends_quietly(tmp_path):
+    cmd = (f"{sys.executable} -m labformer.cli corpus --num 3000 --num-pairs 5000 | head -2")
+    done = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True,
+                          text=True, timeout=120, cwd=Path(__file__).parents[1])
+    assert len(done.stdout.splitlines()) == 2
+    assert "Traceback" not in done.stderr and "Broken pipe" not in done.stderr, done.stderr
+
+
+def test_the_cased_model_is_scored_cased(capsys, monkeypatch, tmp_path):
+    code, _, err = run(capsys, *_train_args(tmp_path, "--pairs", str(EVERYDAY)))
+    translator = Translator.from_checkpoint(tmp_path / "m.pt")
+    assert translator.cased and translator.tgt_text.lang == "en"
+    refs = ["I live in Paris.", "It's 7:30."]
+    monkeypatch.setattr(Translator, "translate", lambda self, s, **kw: list(refs))
+    assert translator.evaluate(list(zip(["a", "b"], refs)))["bleu"] == pytest.approx(100.0)
+    lower = translator.evaluate(list(zip(["a", "b"], [r.upper() for r in refs])))
+    assert lower["exact"] == 0.0  # case counts

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import random
 import re
+import unicodedata
 from itertools import pairwise
+from pathlib import Path
 
 import pytest
 import torch
@@ -14,16 +16,20 @@ from hypothesis import strategies as st
 from labformer.data import (
     Batch,
     Corpus,
+    TextCodec,
     Vocab,
     build_vocabs,
     candidate_pairs,
     detokenize,
     encode_pairs,
     generate_corpus,
+    guess_language,
     load_pairs,
     make_batches,
+    normalize_text,
     pad_sequences,
     padding_fraction,
+    read_pairs,
     save_pairs,
     tokenize,
 )
@@ -655,3 +661,107 @@ def test_load_pairs_missing_file_and_bad_columns(tmp_path) -> None:
     path.write_text("a\tb\n", encoding="utf-8")
     with pytest.raises(ValueError, match="at least 3"):
         load_pairs(path, tgt_col=2)
+
+
+# ------------------------------------------------------------------ real text (Moses)
+
+ROUND_TRIP_EN = [
+    "I live in Paris.", "These are the students' books.", "I love rock 'n' roll.",
+    'He said, "Hello!"', "It's 7:30.", "The train leaves at 8 p.m.", "It costs 10.50 euros.",
+    "She earns 2,000 euros a month.", "Mr. Dupont is a doctor.", "I don't know.",
+    "I've read \"The Little Prince\".", "It's a 5-minute walk.", "What's your name?",
+]
+ROUND_TRIP_FR = [
+    "J'habite à Paris.", "Il a dit : « Bonjour ! »", "Est-ce qu'il vient ?", "Il est 7 h 30.",
+    "Ça coûte 10,50 euros.", "Qu'est-ce que c'est ?", "Aidez-moi, s'il vous plaît !",
+]
+
+
+@pytest.mark.parametrize("lang, sentence", [("en", s) for s in ROUND_TRIP_EN]
+                         + [("fr", s) for s in ROUND_TRIP_FR])
+def test_moses_round_trips_real_punctuation_and_case(lang, sentence) -> None:
+    codec = TextCodec(lang)
+    tokens = codec.tokenize(sentence)
+    assert codec.detokenize(tokens) == sentence, tokens
+    assert len(tokens) > 1 and any(t[:1].isupper() for t in tokens)  # case kept
+
+
+def test_moses_tokens_of_apostrophes_times_and_abbreviations() -> None:
+    en, fr = TextCodec("en"), TextCodec("fr")
+    assert en.tokenize("It's 7:30.") == ["It", "'s", "7:30", "."]
+    assert en.tokenize("the students' books") == ["the", "students", "'", "books"]
+    assert en.tokenize("at 8 p.m. today") == ["at", "8", "p.m.", "today"]
+    assert fr.tokenize("J'ai l'heure.") == ["J'", "ai", "l'", "heure", "."]
+    assert fr.tokenize("aujourd\u2019hui") == fr.tokenize("aujourd'hui")  # typographic '
+
+
+def test_nfc_normalisation_joins_combining_accents() -> None:
+    nfd = unicodedata.normalize("NFD", "Je suis fatigué.")
+    assert len(nfd) == len("Je suis fatigué.") + 1  # e + a combining acute accent
+    codec = TextCodec("fr")
+    assert codec.tokenize(nfd) == ["Je", "suis", "fatigué", "."]
+    assert normalize_text(nfd) == "Je suis fatigué."
+
+
+def test_codec_lowercase_words_kind_and_round_trip_of_settings() -> None:
+    assert TextCodec("fr", lowercase=True).tokenize("Je suis là.") == ["je", "suis", "là", "."]
+    words = TextCodec("fr", "words")
+    assert words.tokenize("J'ai un chat.") == tokenize("J'ai un chat.")
+    assert words.detokenize(["j'", "ai", "un", "chat", "."]) == "j'ai un chat."
+    codec = TextCodec("en", lowercase=True)
+    assert TextCodec.from_dict(codec.to_dict()) == codec
+    with pytest.raises(ValueError, match="unknown tokenizer kind"):
+        TextCodec("en", "bpe")
+    with pytest.raises(ValueError, match="language code"):
+        TextCodec("english")
+    with pytest.raises(ValueError, match="unknown tokenizer settings"):
+        TextCodec.from_dict({"lang": "en", "casing": "kept"})
+    with pytest.raises(ValueError, match="expected a dict"):
+        TextCodec.from_dict(["en"])  # type: ignore[arg-type]
+
+
+def test_moses_and_the_corpus_tokenizer_agree_on_the_corpus(corpus) -> None:
+    fr, en = TextCodec("fr"), TextCodec("en")
+    for src, tgt in corpus.train[:300] + corpus.test[:100]:
+        assert fr.tokenize(src) == tokenize(src) and en.tokenize(tgt) == tokenize(tgt)
+        assert en.detokenize(tokenize(tgt)) == tgt
+
+
+# ------------------------------------------------------------ the formats users have
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_the_shipped_everyday_file_is_cased_real_text() -> None:
+    pairs = read_pairs(DATA / "fr-en-everyday.tsv")
+    assert len(pairs) >= 300 and pairs[0].line == 1
+    assert len({s for _, s, _ in pairs}) == len(pairs)  # no duplicate source
+    assert guess_language([p.src for p in pairs]) == "fr"
+    assert guess_language([p.tgt for p in pairs]) == "en"
+    assert sum(p.tgt[0].isupper() for p in pairs) == len(pairs)
+
+
+def test_anki_fra_txt_layout_english_first_with_attribution() -> None:
+    path = DATA / "anki-fra.txt"
+    assert all(len(line.split("\t")) == 3 for line in path.read_text("utf-8").splitlines())
+    as_is = load_pairs(path)
+    assert guess_language([s for s, _ in as_is]) == "en"  # read as-is it is English -> French
+    fr_en = load_pairs(path, src_col=1, tgt_col=0)
+    assert fr_en[0] == ("Bonjour !", "Hello!")
+    assert guess_language([s for s, _ in fr_en]) == "fr"
+
+
+def test_tatoeba_pairs_export_layout() -> None:
+    path = DATA / "tatoeba-fra-eng.tsv"
+    with pytest.raises(ValueError, match="holds numbers, not sentences.*columns 2 and 4"):
+        load_pairs(path)
+    pairs = read_pairs(path, src_col=1, tgt_col=3)
+    assert pairs[0] == (1, "Elle vient du Canada.", "She comes from Canada.")
+    assert guess_language([p.tgt for p in pairs]) == "en"
+
+
+def test_guess_language_needs_clear_evidence() -> None:
+    assert guess_language(["Bonjour."]) is None  # too little text
+    assert guess_language(["le chat est noir et je suis là"] * 5) == "fr"
+    assert guess_language(["the cat is black and I am here"] * 5) == "en"
+    assert guess_language(["le chat is the noir et I am"] * 10) is None  # mixed

@@ -20,6 +20,7 @@ from labformer.train import (
     lr_factor,
     optimizer_groups,
     pick_device,
+    planned_schedule,
     save_checkpoint,
     setup_distributed,
     train,
@@ -394,3 +395,63 @@ def test_resume_on_cuda_equals_an_uninterrupted_run(tmp_path):
     for (name, p), q in zip(straight.named_parameters(), resumed.parameters(), strict=True):
         torch.testing.assert_close(p, q, atol=1e-5, rtol=0, msg=name)
     assert h_resumed.step_loss == pytest.approx(h_straight.step_loss, abs=1e-5)
+
+
+# ------------------------------------------------------- steps, warm-up, history versions
+
+
+def test_planned_schedule_reaches_min_steps_in_whole_epochs():
+    plain = TrainConfig(epochs=3, warmup_steps=200)
+    assert planned_schedule(plain, 292) == (3, 200)  # no minimum: the epochs given
+    assert planned_schedule(plain, 3) == (3, 200)  # and no cap on the warm-up
+    cfg = TrainConfig(epochs=3, warmup_steps=200, min_steps=800, max_warmup_share=0.25)
+    assert planned_schedule(cfg, 292) == (3, 200)  # 876 steps already: unchanged
+    assert planned_schedule(cfg, 3) == (267, 200)  # 801 steps; a quarter is 200
+    assert planned_schedule(cfg, 1) == (800, 200)
+    short = TrainConfig(epochs=1, warmup_steps=200, min_steps=40, max_warmup_share=0.25)
+    assert planned_schedule(short, 4) == (10, 10)  # the warm-up shrinks with the run
+    with pytest.raises(ValueError, match="steps_per_epoch"):
+        planned_schedule(cfg, 0)
+    with pytest.raises(ValueError, match="min_steps"):
+        TrainConfig(min_steps=-1)
+    with pytest.raises(ValueError, match="max_warmup_share"):
+        TrainConfig(max_warmup_share=0.0)
+
+
+def test_train_runs_min_steps_with_a_scaled_warm_up_and_sparse_validation():
+    calls = []
+    config = TrainConfig(epochs=1, lr=3e-3, warmup_steps=100, min_steps=12,
+                         max_warmup_share=0.5, seed=1)
+    lines = []
+    h = train(_model(), _copy_batches(num=2), config, valid_fn=lambda m: calls.append(1) or 5.0,
+              device="cpu", progress=False, valid_every=4,
+              on_epoch=lambda e, n, hist: lines.append((e, n, len(hist.epoch_loss))))
+    assert len(h.step_loss) == 12 and len(h.epoch_loss) == 6
+    assert h.step_lr[5] == pytest.approx(3e-3) and max(h.step_lr) == pytest.approx(3e-3)
+    assert h.valid_epoch == [4, 6] and h.valid_score == [5.0, 5.0] and len(calls) == 2
+    assert lines == [(e, 6, e) for e in range(1, 7)]
+    with pytest.raises(ValueError, match="valid_every"):
+        train(_model(), _copy_batches(num=2), config, valid_every=0)
+
+
+def test_history_from_another_version_loads():
+    data = {"step_loss": [1.0], "epoch_loss": [1.0], "valid_score": [3.0, 4.0],
+            "a_field_of_the_future": [1, 2]}
+    h = History.from_dict(data)
+    assert h.step_loss == [1.0] and h.valid_epoch == [1, 2]  # scored after every epoch
+    assert not hasattr(h, "a_field_of_the_future")
+    with pytest.raises(ValueError, match="expected a dict"):
+        History.from_dict([1, 2])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name, match", [
+    ("meta", "cannot run the model here"),
+    ("cuda:7", "CUDA"),
+    ("mps", "MPS is not available"),
+    ("", "unknown device"),
+])
+def test_pick_device_refuses_devices_that_cannot_run_here(monkeypatch, name, match):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    with pytest.raises(ValueError, match=match):
+        pick_device(name)
