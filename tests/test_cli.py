@@ -514,6 +514,8 @@ def test_the_cased_model_is_scored_cased(capsys, monkeypatch, tmp_path):
     assert translator.cased and translator.tgt_text.lang == "en"
     refs = ["I live in Paris.", "It's 7:30."]
     monkeypatch.setattr(Translator, "translate", lambda self, s, **kw: list(refs))
-    assert translator.evaluate(list(zip(["a", "b"], refs)))["bleu"] == pytest.approx(100.0)
-    lower = translator.evaluate(list(zip(["a", "b"], [r.upper() for r in refs])))
+    sources = ["a", "b"]
+    cased = translator.evaluate(list(zip(sources, refs, strict=True)))
+    assert cased["bleu"] == pytest.approx(100.0)
+    lower = translator.evaluate(list(zip(sources, [r.upper() for r in refs], strict=True)))
     assert lower["exact"] == 0.0  # case counts
