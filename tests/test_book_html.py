@@ -26,6 +26,8 @@ CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    # Nothing can leave 127.0.0.1: every other host name fails to resolve.
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
 ]
 # Generated pages that are not chapters: no screenshot, no per-page checks (search: own check).
 NOT_PAGES = {"genindex.html", "search.html", "index.html"}  # index.html only redirects
@@ -183,8 +185,53 @@ _PAGE_REPORT_JS = """
   out.stderr_errors = shown('.output.stderr')
       .filter(e => /Error\\b/.test(e.textContent))
       .map(e => e.textContent.trim().slice(0, 200));
+  // Quiet outputs: no warnings, no "<Figure size ...>" text, no progress bars.
+  const outputs = shown('.cell_output .output');
+  out.warnings = outputs.filter(e => /\\bWarning\\b|warnings\\.warn/.test(e.textContent))
+      .map(e => e.textContent.trim().slice(0, 200));
+  out.figure_reprs = outputs.filter(e => /<Figure size \\d/.test(e.textContent))
+      .map(e => e.textContent.trim().slice(0, 120));
+  out.progress_bars = outputs.filter(e => /\\d+it\\/s\\]|s\\/it\\]|\\|[█▏▎▍▌▋▊▉ ]{5,}\\|/
+      .test(e.textContent)).map(e => e.textContent.trim().slice(0, 120));
+  // Figures: the scale they are shown at, against the size their PNG asks for (2x PNGs carry
+  // it as a style width); below MIN_FIGURE_SCALE their text is smaller than the body text.
+  out.figures = Array.from(document.querySelectorAll(
+      '.bd-content div.cell_output img, .bd-content figure img'))
+      .filter(i => i.naturalWidth > 0)
+      .map(i => {
+        const asked = parseFloat(i.style.width) || i.naturalWidth;
+        return {src: i.getAttribute('src'), alt: i.getAttribute('alt') || '',
+                scale: i.getBoundingClientRect().width / asked, asked: asked};
+      });
   return out;
 }
+"""
+
+# Below this display scale a figure's 12 pt text (16 px, the body text) drops under 13 px.
+MIN_FIGURE_SCALE = 0.8
+# What pages are opened on a phone, in the dark, and what they measure there.
+MOBILE = {"width": 400, "height": 800}
+_WIDEST_JS = """
+() => {
+  const W = document.documentElement.clientWidth;
+  const clipped = e => { for (let a = e.parentElement; a; a = a.parentElement) {
+      const o = getComputedStyle(a).overflowX; if (o === 'auto' || o === 'scroll' ||
+      o === 'hidden') return a !== document.documentElement && a !== document.body; }
+    return false; };
+  const wide = Array.from(document.querySelectorAll('.bd-content *'))
+      .filter(e => e.getBoundingClientRect().right > W + 1 && !clipped(e))
+      .map(e => e.tagName.toLowerCase() + (e.className && typeof e.className === 'string'
+           ? '.' + e.className.trim().split(/\\s+/).join('.') : ''));
+  return {scroll: document.documentElement.scrollWidth, client: W, wide: wide.slice(0, 3)};
+}
+"""
+_DARK_FILTERS_JS = """
+() => Array.from(document.querySelectorAll(
+        '.bd-content div.cell_output img, .bd-content figure img'))
+    .filter(i => getComputedStyle(i).filter !== 'none'
+                 || !/^rgb\\(255, 255, 255/.test(getComputedStyle(i).backgroundColor))
+    .map(i => i.getAttribute('src') + ' filter=' + getComputedStyle(i).filter
+              + ' background=' + getComputedStyle(i).backgroundColor)
 """
 
 
@@ -215,7 +262,7 @@ def _check_pages(browser, html_dir: Path, server: str, pages: list[Path],
     local_host = urlsplit(server).netloc
 
     context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
-    context.set_default_timeout(20_000)
+    context.set_default_timeout(60_000)  # a busy 2-core machine is slow
 
     def route(r) -> None:
         url = r.request.url
@@ -266,6 +313,20 @@ def _check_pages(browser, html_dir: Path, server: str, pages: list[Path],
                 for key in ("error_outputs", "tracebacks", "stderr_errors"):
                     for text in report[key]:
                         problems.append(f"{rel}: cell output shows an error ({key}): {text!r}")
+                for key, what in (("warnings", "a warning"), ("figure_reprs", "<Figure> text"),
+                                  ("progress_bars", "a progress bar")):
+                    for text in report[key]:
+                        problems.append(f"{rel}: cell output shows {what}: {text!r}")
+                for fig in report["figures"]:
+                    if fig["scale"] < MIN_FIGURE_SCALE:
+                        problems.append(
+                            f"{rel}: figure {fig['src']} is shown at {fig['scale']:.0%} of its "
+                            f"size ({fig['asked']:.0f} px asked): its text is smaller than "
+                            f"{MIN_FIGURE_SCALE:.0%} of the body text; make it at most "
+                            "labformer.plot.FIGURE_WIDTH inches wide")
+                    if not fig["alt"].strip() or re.search(r"[0-9a-f]{16}|_images/", fig["alt"]):
+                        problems.append(f"{rel}: figure {fig['src']} has no meaningful alt "
+                                        f"text ({fig['alt']!r})")
                 # What a reader sees first, then the first figure in view. (Full-page shots of
                 # long pages come out shifted in headless Chromium, so none are taken.)
                 name = _screenshot_name(path, html_dir, pages)
@@ -278,6 +339,7 @@ def _check_pages(browser, html_dir: Path, server: str, pages: list[Path],
                 problems.append(f"{rel}: {type(exc).__name__}: {exc}")
 
         # The search page runs on the local search index: a common word must find pages.
+        # (Explorers, mobile and dark mode are checked by their own tests below.)
         current = "search.html"
         page.goto(f"{server}/search.html?q=attention", wait_until="load")
         try:
@@ -286,3 +348,154 @@ def _check_pages(browser, html_dir: Path, server: str, pages: list[Path],
             problems.append("search.html: searching for 'attention' found no page")
     finally:
         context.close()
+
+
+# --------------------------------------------------------------------------- reader checks
+
+def _watched_context(browser, server: str, problems: list[str], where: list[str], **options):
+    """A browser context that reports remote requests, console errors and HTTP >= 400.
+
+    Requests are watched, not intercepted (interception would pipe the 4.6 MB plotly.js
+    through the driver); the browser's resolver rules make any remote request fail anyway.
+    """
+    local_host = urlsplit(server).netloc
+    context = browser.new_context(service_workers="block", **options)
+    context.set_default_timeout(60_000)
+
+    def request(r) -> None:
+        url = r.url
+        if urlsplit(url).netloc != local_host and not url.startswith(("data:", "blob:")):
+            problems.append(f"{where[0]}: request to a remote host: {url}")
+
+    page = context.new_page()
+    page.on("request", request)
+    page.on("console", lambda m: m.type == "error"
+            and problems.append(f"{where[0]}: console error: {m.text}"))
+    page.on("pageerror", lambda e: problems.append(f"{where[0]}: uncaught exception: {e}"))
+    page.on("response", lambda r: r.status >= 400
+            and problems.append(f"{where[0]}: HTTP {r.status} for {r.url}"))
+    return context, page
+
+
+def _report(problems: list[str], what: str) -> None:
+    if problems:
+        pytest.fail(f"{len(problems)} problem(s) {what}:\n" + "\n".join(problems),
+                    pytrace=False)
+
+
+def explorer_pages(html_dir: Path) -> list[Path]:
+    """Pages holding an attention explorer (labformer.plot.attention_explorer)."""
+    return [p for p in book_pages(html_dir)
+            if 'class="lf-explorer"' in p.read_text(encoding="utf-8", errors="replace")]
+
+
+# The heatmap's picture: plotly draws a heatmap as one <image> whose data URL holds the cells.
+_HEATMAP_JS = """
+root => { const i = root.querySelector('.heatmaplayer image');
+          return i ? (i.getAttribute('href') || i.getAttribute('xlink:href') || '') : ''; }
+"""
+
+
+def test_attention_explorers_work_offline(html_dir: Path, server: str) -> None:
+    """Each explorer draws, shows query, key and weight on hover, and redraws on a selector."""
+    pages = explorer_pages(html_dir)
+    if not pages:
+        pytest.fail("no page of the book holds an attention explorer "
+                    "(labformer.plot.attention_explorer)", pytrace=False)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    problems: list[str] = []
+    where = ["(none)"]
+    shot = False
+    with chromium() as browser:
+        context, page = _watched_context(browser, server, problems, where,
+                                         viewport={"width": 1280, "height": 900})
+        try:
+            for path in pages:
+                rel = where[0] = path.relative_to(html_dir).as_posix()
+                try:
+                    page.goto(f"{server}/{rel}", wait_until="load")
+                    explorers = page.locator(".lf-explorer")
+                    count = explorers.count()
+                    page.wait_for_function(
+                        f"() => document.querySelectorAll('.lf-explorer[data-lf-ready] "
+                        f".main-svg').length >= {count}")
+                    for n in range(count):
+                        ex = explorers.nth(n)
+                        ex.scroll_into_view_if_needed()
+                        grid = ex.locator(".nsewdrag").first
+                        box = grid.bounding_box()
+                        assert box, "the explorer drew no plot area"
+                        page.mouse.move(box["x"] + box["width"] * 0.3,
+                                        box["y"] + box["height"] * 0.3)
+                        hover = ex.locator(".hoverlayer .hovertext")
+                        hover.first.wait_for(state="attached", timeout=5_000)
+                        text = hover.first.text_content() or ""
+                        if not re.search(r"query \d+: .+key \d+: .+weight \d\.\d{3}", text):
+                            problems.append(f"{rel}: explorer {n}: hover shows {text!r}, "
+                                            "not its query, key and weight")
+                        if not shot:
+                            page.screenshot(path=str(SCREENSHOTS / "explorer-hover.png"))
+                        before = ex.evaluate(_HEATMAP_JS)
+                        selects = ex.locator("label.lf-explorer-control:not([hidden]) select")
+                        if selects.count():
+                            select = selects.first
+                            select.select_option(index=1)
+                            page.wait_for_function(
+                                "([root, old]) => { const i = root.querySelector("
+                                "'.heatmaplayer image'); return i && (i.getAttribute('href')"
+                                " || '') !== old; }", arg=[ex.element_handle(), before],
+                                timeout=5_000)
+                            if not shot:
+                                page.screenshot(path=str(SCREENSHOTS / "explorer-selected.png"))
+                        shot = True
+                except Exception as exc:  # noqa: BLE001 (report which page, go on)
+                    problems.append(f"{rel}: {type(exc).__name__}: {exc}")
+        finally:
+            context.close()
+    _report(problems, "with the attention explorers")
+
+
+def test_pages_fit_a_phone_and_read_in_dark_mode(html_dir: Path, server: str) -> None:
+    """At 400 px no page scrolls sideways; in dark mode figures sit unfiltered on white."""
+    pages = book_pages(html_dir)
+    problems: list[str] = []
+    where = ["(none)"]
+    for sub in ("mobile", "dark"):
+        (SCREENSHOTS / sub).mkdir(parents=True, exist_ok=True)
+    with chromium() as browser:
+        mobile, phone = _watched_context(browser, server, problems, where, viewport=MOBILE,
+                                         device_scale_factor=2, is_mobile=True,
+                                         has_touch=True)
+        dark, night = _watched_context(browser, server, problems, where,
+                                       viewport={"width": 1280, "height": 900},
+                                       color_scheme="dark")
+        try:
+            for path in pages:
+                rel = where[0] = path.relative_to(html_dir).as_posix()
+                name = _screenshot_name(path, html_dir, pages)
+                try:
+                    phone.goto(f"{server}/{rel}", wait_until="load")
+                    phone.wait_for_timeout(300)  # MathJax and the explorers lay out
+                    width = phone.evaluate(_WIDEST_JS)
+                    if width["scroll"] > width["client"] + 1:
+                        problems.append(f"{rel}: at {MOBILE['width']} px the page scrolls "
+                                        f"sideways ({width['scroll']} px wide); widest: "
+                                        f"{', '.join(width['wide']) or '?'}")
+                    phone.screenshot(path=str(SCREENSHOTS / "mobile" / name))
+                    night.goto(f"{server}/{rel}", wait_until="load")
+                    theme = night.evaluate("document.documentElement.dataset.theme")
+                    if theme != "dark":
+                        problems.append(f"{rel}: a reader who prefers dark mode gets {theme!r}")
+                    for text in night.evaluate(_DARK_FILTERS_JS):
+                        problems.append(f"{rel}: in dark mode a figure is dimmed or on grey: "
+                                        f"{text}")
+                    figure = night.locator(".bd-content div.cell_output img")
+                    if figure.count():
+                        figure.first.scroll_into_view_if_needed()
+                    night.screenshot(path=str(SCREENSHOTS / "dark" / name))
+                except Exception as exc:  # noqa: BLE001 (report which page, go on)
+                    problems.append(f"{rel}: {type(exc).__name__}: {exc}")
+        finally:
+            mobile.close()
+            dark.close()
+    _report(problems, "on a phone or in dark mode")
