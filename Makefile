@@ -35,13 +35,14 @@ venv: $(STAMP)
 # changed pages, so a page whose notebook failed would otherwise be served, traceback included,
 # by a second build that exits 0. jupyter-cache never stores a failed execution, so the next
 # build re-executes exactly the notebooks that failed (and any notebook that changed).
+# TQDM_DISABLE=1: no progress bar reaches a page, whatever a chapter's code asks for.
 book: venv
 	@mkdir -p _build
 	@if [ "$$(cat _build/.labformer-hash 2>/dev/null)" != "$(BOOK_KEY)" ]; then \
 	  echo "labformer, LABFORMER_SEED or ATEN_CPU_CAPABILITY changed: re-executing every notebook"; \
 	  rm -rf _build/.jupyter_cache; fi
 	@echo "$(BOOK_KEY)" > _build/.labformer-hash
-	@if ! $(VENV)/bin/jupyter-book build . -W -n --keep-going; then \
+	@if ! TQDM_DISABLE=1 $(VENV)/bin/jupyter-book build . -W -n --keep-going; then \
 	  rm -rf _build/html _build/.doctrees; \
 	  echo "make book: the build failed (errors above); _build/html was removed." >&2; \
 	  exit 1; fi
@@ -77,7 +78,7 @@ test-robust: venv
 # Every notebook under nbval, once, with the seed and CPU kernels of the environment, e.g.
 # LABFORMER_SEED=2 ATEN_CPU_CAPABILITY=avx2 make test-notebooks
 test-notebooks: venv
-	OMP_NUM_THREADS=1 $(NBVAL)
+	OMP_NUM_THREADS=1 TQDM_DISABLE=1 $(NBVAL)
 
 lab: venv
 	$(VENV)/bin/jupyter lab book/

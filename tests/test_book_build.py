@@ -36,7 +36,8 @@ def small_book(tmp_path: Path) -> Path:
         shutil.copy2(ROOT / name, book / name)
     for name in (".venv", "labformer", "requirements.txt", "pyproject.toml"):
         (book / name).symlink_to(ROOT / name)
-    shutil.copytree(ROOT / "book" / "_static", book / "book" / "_static")
+    for folder in ("_static", "_ext"):  # the book's CSS/JS and its local Sphinx extension
+        shutil.copytree(ROOT / "book" / folder, book / "book" / folder)
     shutil.copy2(ROOT / "book" / "references.bib", book / "book" / "references.bib")
     (book / "_toc.yml").write_text("format: jb-book\nroot: book/intro\n"
                                    "chapters:\n  - file: book/chapter\n")
