@@ -343,7 +343,19 @@ def _check_pages(browser, html_dir: Path, server: str, pages: list[Path],
         current = "search.html"
         page.goto(f"{server}/search.html?q=attention", wait_until="load")
         try:
-            page.wait_for_selector("#search-results ul.search li", timeout=10_000)
+            page.wait_for_selector("#search-results ul.search li", timeout=30_000)
+            page.wait_for_function(  # results are added one by one until the summary appears
+                "() => /found/i.test((document.querySelector('#search-results "
+                "p.search-summary') || {}).textContent || '')", timeout=30_000)
+            hits = page.eval_on_selector_all(
+                "#search-results ul.search li > a",
+                "links => links.map(a => a.getAttribute('href') || '')")
+            glossary = [n for n, href in enumerate(hits) if "glossary" in href]
+            chapters = [n for n, href in enumerate(hits) if "glossary" not in href]
+            # A glossary entry ranks below the chapters that teach its term.
+            if glossary and chapters and glossary[0] < chapters[-1]:
+                problems.append(f"search.html: for 'attention' a glossary entry ranks above a "
+                                f"chapter (hits in order: {hits[:12]})")
         except Exception:  # noqa: BLE001 (Playwright's TimeoutError; report, don't crash)
             problems.append("search.html: searching for 'attention' found no page")
     finally:

@@ -6,7 +6,8 @@ the copy of plotly.js that the plotly Python package ships; it is copied into th
 ``_static`` once per build, so no page loads it from a CDN and no output inlines it.
 
 The bibliography's labels read as the text cites: "[Cho et al., 2014]", not "[CvMerrienboerG+14]"
-(``bibtex_default_style: labformer``, a pybtex style registered here).
+(``bibtex_default_style: labformer``, a pybtex style registered here). Search ranks a
+glossary entry below the chapters that use the term (search_scorer.js).
 """
 
 from __future__ import annotations
@@ -91,8 +92,14 @@ register_plugin("pybtex.style.labels", "labformer-author-year", AuthorYearLabels
 register_plugin("pybtex.style.formatting", "labformer", LabformerStyle)
 
 
+def use_search_scorer(app: Sphinx, config: Any) -> None:
+    """Search ranks glossary entries below chapters (search_scorer.js, by absolute path)."""
+    config.html_search_scorer = str(Path(__file__).with_name("search_scorer.js"))
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     plotly_js_path()  # fail at the start of a build, not at its end
+    app.connect("config-inited", use_search_scorer)
     app.connect("html-page-context", add_explorer_scripts)
     app.connect("build-finished", copy_plotly_js)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
