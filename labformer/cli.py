@@ -317,10 +317,11 @@ def _train(args: argparse.Namespace) -> int:
     live_lines = args.quiet or not sys.stdout.isatty()
 
     def epoch_line(epoch: int, epochs: int, h) -> None:
-        every = max(1, epochs // 25)  # about 25 lines, whatever the run's length
-        if not live_lines or (epoch % every and epoch != epochs):
+        # About 20-25 lines whatever the run's length: the validated epochs, or every k-th.
+        scored = bool(h.valid_epoch) and h.valid_epoch[-1] == epoch
+        due = scored if valid else epoch % max(1, epochs // 25) == 0
+        if not live_lines or not (due or epoch == epochs):
             return
-        scored = h.valid_epoch and h.valid_epoch[-1] == epoch
         bleu = f", valid BLEU {h.valid_score[-1]:.1f}" if scored else ""
         print(f"epoch {epoch}/{epochs}: loss {h.epoch_loss[-1]:.3f}{bleu}", flush=True)
 

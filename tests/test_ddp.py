@@ -111,3 +111,21 @@ def test_an_interrupted_run_resumes_exactly_on_every_rank(runs):
         # Each rank's own history continues, dropout masks included: the same losses.
         assert resumed["steps"] == straight["steps"]
         assert resumed["valid"] == straight["valid"]
+
+
+@pytest.mark.skipif(not torch.distributed.is_available(), reason="torch.distributed missing")
+def test_a_failure_on_rank_0_ends_every_rank_with_one_line(tmp_path):
+    out = tmp_path / "m.pt"
+    Path(str(out) + ".lock").write_text(str(os.getpid()))  # this live process "holds" --out
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
+           "2", "-m", "labformer.cli", "train", "--pairs",
+           str(ROOT / "tests" / "data" / "fr-en-everyday.tsv"), "--out", str(out),
+           "--epochs", "1", "--device", "cpu"]
+    run = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True,
+                         timeout=180)
+    assert run.returncode != 0
+    assert f"labformer: error (rank 0): another run (pid {os.getpid()})" in run.stderr
+    # no traceback from labformer's own processes (torchrun adds its own summary)
+    assert 'File "' + str(ROOT / "labformer") not in run.stderr, run.stderr[-3000:]
+    assert not out.exists()
