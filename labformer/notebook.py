@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import math
 import os
 import random
+from typing import Any
 
 import numpy as np
 import torch
 
-__all__ = ["SEED_ENV", "resolve_seed", "setup_notebook"]
+__all__ = ["SEED_ENV", "human_number", "resolve_seed", "setup_notebook", "table"]
 
 #: Environment variable that overrides the seed a chapter asks for, so that the whole book can
 #: be re-run with another seed without editing a notebook: ``LABFORMER_SEED=3 make test``.
@@ -97,3 +99,37 @@ def _inline_figures() -> None:
     png.for_type(Figure, draw_once)
     # The plain-text "<Figure size 672x403 with 1 Axes>" that sits beside the image.
     shell.display_formatter.formatters["text/plain"].for_type(Figure, lambda fig, p, cycle: None)
+
+
+def human_number(x: Any, digits: int = 3) -> str:
+    """A number as a reader wants it: 142,606,336; 0.125; 3.2e-05; other values as str()."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer,
+                                                              np.floating)):
+        return str(x)
+    if isinstance(x, (int, np.integer)):
+        return f"{int(x):,}"
+    x = float(x)
+    if not math.isfinite(x) or x == 0:
+        return f"{x:g}" if x != 0 else "0"
+    if abs(x) >= 10 ** 6 or abs(x) < 10 ** -digits:
+        if abs(x) >= 10 ** 6 and x.is_integer():
+            return f"{x:,.0f}"
+        return f"{x:.{digits}g}"
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
+    return f"{x:.{digits}f}"
+
+
+def table(data: Any, *, digits: int = 3, index: bool = False) -> Any:
+    """A pandas table formatted for reading: thousands separators, ``digits`` decimals.
+
+    ``data``: a DataFrame or anything ``pandas.DataFrame`` accepts (a dict of columns, a
+    list of dicts). Returns a Styler, which a notebook shows as an HTML table with numbers
+    right-aligned; the index is hidden unless ``index=True``.
+    """
+    import pandas as pd
+
+    frame = data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
+    styler = frame.style.format(lambda x: human_number(x, digits))
+    styler = styler.set_table_attributes('class="dataframe lf-table"')
+    return styler if index else styler.hide(axis="index")

@@ -104,3 +104,18 @@ def test_in_ipython_a_returned_figure_shows_once_as_a_sharp_png(restore_threads)
         assert not plt.fignum_exists(fig.number)  # closed: the cell's end will not redraw it
     finally:
         InteractiveShell.clear_instance()
+
+
+def test_numbers_and_tables_for_humans():
+    from labformer.notebook import human_number, table
+
+    assert human_number(142606336) == "142,606,336"
+    assert human_number(np.int64(65_000_000)) == "65,000,000"
+    assert human_number(0.125) == "0.125" and human_number(3.2e-05) == "3.2e-05"
+    assert human_number(1234.56) == "1,235"
+    assert human_number(2.5e7) == "25,000,000" and human_number(0.0) == "0"
+    assert human_number(True) == "True" and human_number("BLEU") == "BLEU"
+    html = table({"part": ["embeddings", "encoder"], "parameters": [19_000_000, 18_912_256],
+                  "share": [0.292, 0.291]}).to_html()
+    assert "18,912,256" in html and "0.292" in html and "lf-table" in html
+    assert "142606336" not in table({"n": [142606336]}).to_html()
