@@ -206,8 +206,8 @@ def attention_grid(
             sns.heatmap(w[layer, head], ax=ax, cmap="viridis", vmin=0.0, vmax=vmax, cbar=False,
                         xticklabels=list(keys) if keys is not None and layer == n - 1 else False,
                         yticklabels=list(queries) if queries is not None and head == 0 else False)
-            ax.tick_params(axis="x", labelrotation=90, labelsize=9)
-            ax.tick_params(axis="y", labelrotation=0, labelsize=9)
+            ax.tick_params(axis="x", labelrotation=90, labelsize=10)
+            ax.tick_params(axis="y", labelrotation=0, labelsize=10)
             if layer == 0:
                 ax.set_title(f"head {head}", fontsize=11)
             if head == 0:
@@ -322,11 +322,12 @@ class AttentionExplorer:
     """
 
     def __init__(self, panels: dict[str, np.ndarray], queries: dict[str, list[str]],
-                 keys: dict[str, list[str]], title: str = "") -> None:
+                 keys: dict[str, list[str]], title: str = "", side_by_side: bool = False) -> None:
         self.panels = panels
         self.queries = queries
         self.keys = keys
         self.title = title
+        self.side_by_side = side_by_side
 
     @property
     def kinds(self) -> list[str]:
@@ -354,6 +355,7 @@ class AttentionExplorer:
         zmin, zmax = self._zrange()
         return {
             "title": self.title, "zmin": round(zmin, _DIGITS), "zmax": round(zmax, _DIGITS),
+            "side": self.side_by_side,
             "kinds": [{"name": kind, "queries": self.queries[kind], "keys": self.keys[kind],
                        "weights": np.round(w, _DIGITS).tolist()}
                       for kind, w in self.panels.items()],
@@ -434,6 +436,7 @@ def attention_explorer(
     key_tokens: Tokens | Mapping[str, Tokens] | None = None,
     *,
     title: str = "",
+    side_by_side: bool = False,
 ) -> AttentionExplorer:
     """An interactive heatmap of attention weights, with selectors for kind, layer and head.
 
@@ -442,6 +445,8 @@ def attention_explorer(
     label the rows, ``key_tokens`` the columns (default: the query tokens, as in
     self-attention); each is a list of strings or a dict {kind: list}. Hovering a cell shows
     the query, the key and the weight. The last expression of a cell displays the explorer.
+    ``side_by_side=True`` shows all heads of a layer next to each other (in the book's pages;
+    JupyterLab's plotly view keeps one head at a time).
     """
     if isinstance(weights, Mapping):
         if not weights:
@@ -465,4 +470,4 @@ def attention_explorer(
                                  "pass key_tokens when queries and keys differ")
             k = q
         panels[kind], queries[kind], keys[kind] = stack, q, k
-    return AttentionExplorer(panels, queries, keys, title=title)
+    return AttentionExplorer(panels, queries, keys, title=title, side_by_side=side_by_side)

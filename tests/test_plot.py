@@ -170,3 +170,10 @@ def test_panels_one_width_and_helpers_fit_it():
     assert mesh.get_clim() == (-2.0, 2.0)  # symmetric: zero sits at the map's white centre
     for fig in (grid, heads, sig):
         assert fig.get_figwidth() <= FIGURE_WIDTH
+
+
+def test_explorer_side_by_side_heads_flag_reaches_the_page():
+    ex = attention_explorer(torch.rand(4, 3, 3), ["a", "b", "c"], side_by_side=True)
+    assert _payload(ex.to_html())["side"] is True
+    one = attention_explorer(torch.rand(3, 3), ["a", "b", "c"])
+    assert _payload(one.to_html())["side"] is False

@@ -78,10 +78,11 @@
       state.head = Math.min(state.head, heads - 1);
       fill(layerSelect, range(layers).map(function (n) { return "layer " + n; }), state.layer);
       fill(headSelect, range(heads).map(function (n) { return "head " + n; }), state.head);
+      if (data.side) headSelect.parentNode.hidden = true;  // every head is on show
       var parts = [];
       if (kind.name) parts.push(kind.name);
       if (layers > 1) parts.push("layer " + state.layer);
-      if (heads > 1) parts.push("head " + state.head);
+      if (heads > 1 && !data.side) parts.push("head " + state.head);
       status.textContent = parts.join(" · ");
       root.setAttribute("data-lf-view", [state.kind, state.layer, state.head].join(","));
       return kind;
@@ -95,32 +96,43 @@
           return "query " + a + ": " + escape(qa) + "<br>key " + b + ": " + escape(kb);
         });
       });
-      var trace = {
-        type: "heatmap", z: kind.weights[state.layer][state.head], x: range(k.length),
-        y: range(q.length), text: text, colorscale: "Viridis", zmin: data.zmin, zmax: data.zmax,
-        hovertemplate: "%{text}<br>weight %{z:.3f}<extra></extra>", xgap: 1, ygap: 1,
-        colorbar: { title: { text: "weight", side: "right" }, thickness: 14 }
-      };
+      var heads = data.side ? range(kind.weights[0].length) : [state.head];
       var axis = function (title, tokens) {
         return {
           title: { text: title }, tickmode: "array", tickvals: range(tokens.length),
           ticktext: tokens.map(escape), automargin: true, fixedrange: true, showgrid: false
         };
       };
-      var xaxis = axis("key", k);
-      xaxis.tickangle = -90;
-      var yaxis = axis("query", q);
-      yaxis.autorange = "reversed";
       var layout = {
         title: data.title ? { text: escape(data.title), font: { size: 16 } } : undefined,
-        xaxis: xaxis, yaxis: yaxis, autosize: true,
+        autosize: true,
         height: Math.min(720, 170 + (narrow ? 20 : 26) * Math.max(q.length, 6)),
         margin: { t: data.title ? 44 : 12, r: 8, b: 8, l: 8 },
         font: { size: narrow ? 12 : 14, color: "#222" },
         paper_bgcolor: "#ffffff", plot_bgcolor: "#ffffff",
         hoverlabel: { font: { size: 14 } }
       };
-      return [[trace], layout];
+      if (heads.length > 1) layout.grid = { rows: 1, columns: heads.length, pattern: "independent" };
+      var traces = heads.map(function (head, n) {
+        var suffix = n ? String(n + 1) : "";
+        var xaxis = axis(heads.length > 1 ? "key · head " + head : "key", k);
+        xaxis.tickangle = -90;
+        var yaxis = axis(n ? "" : "query", q);
+        yaxis.autorange = "reversed";
+        if (n) yaxis.showticklabels = false;
+        layout["xaxis" + suffix] = xaxis;
+        layout["yaxis" + suffix] = yaxis;
+        return {
+          type: "heatmap", z: kind.weights[state.layer][head], x: range(k.length),
+          y: range(q.length), text: text, colorscale: "Viridis", zmin: data.zmin,
+          zmax: data.zmax, xaxis: "x" + suffix, yaxis: "y" + suffix, xgap: 1, ygap: 1,
+          hovertemplate: (heads.length > 1 ? "head " + head + "<br>" : "") +
+                         "%{text}<br>weight %{z:.3f}<extra></extra>",
+          showscale: n === heads.length - 1,
+          colorbar: { title: { text: "weight", side: "right" }, thickness: 14 }
+        };
+      });
+      return [traces, layout];
     }
 
     function update() {
