@@ -234,6 +234,9 @@ def _check_writable(out: str) -> None:
         fd, probe = tempfile.mkstemp(prefix=path.name + ".", suffix=".probe", dir=path.parent)
         os.close(fd)
         os.unlink(probe)
+    except (FileExistsError, NotADirectoryError):
+        raise CLIError(f"cannot write the checkpoint {out}: a folder on its path is a "
+                       f"file") from None
     except OSError as e:
         raise CLIError(f"cannot write the checkpoint {out}: {e.strerror or e}") from None
 

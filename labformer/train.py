@@ -256,8 +256,11 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
     except Exception as e:  # torch raises several types for truncated or foreign files
         raise ValueError(f"cannot read checkpoint {path}: the file is corrupt or not a "
                          f"labformer checkpoint ({type(e).__name__})") from e
-    if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
+    if not isinstance(state, dict) or "format" not in state:
         raise ValueError(f"{path} is not a labformer checkpoint (format {CHECKPOINT_FORMAT})")
+    if state["format"] != CHECKPOINT_FORMAT:
+        raise ValueError(f"{path} is a checkpoint of another labformer version (format "
+                         f"{state['format']!r}; this version reads {CHECKPOINT_FORMAT})")
     return state
 
 

@@ -268,11 +268,14 @@ def check_resumable(checkpoint: str | os.PathLike, expected: dict[str, Any]) -> 
     codecs, corpus description); each present in the file must be equal.
     """
     state = load_checkpoint(checkpoint)
-    labels = {"src_vocab": "source vocabulary", "tgt_vocab": "target vocabulary",
-              "model_config": "model configuration", "src_text": "source tokenizer",
-              "tgt_text": "target tokenizer", "corpus": "training data"}
-    for key, value in expected.items():
-        if key in state and state[key] != value:
+    # In this order: the most telling difference first (other data changes the vocabulary,
+    # which changes the model's configuration).
+    labels = {"corpus": "training data", "src_text": "source tokenizer",
+              "tgt_text": "target tokenizer", "src_vocab": "source vocabulary",
+              "tgt_vocab": "target vocabulary", "model_config": "model configuration"}
+    for key in sorted(expected, key=lambda k: list(labels).index(k) if k in labels else -1):
+        value = expected[key]
+        if key != "train_config" and key in state and state[key] != value:
             what = labels.get(key, key)
             if key.endswith("vocab"):
                 what += (f": {len(state[key].get('tokens', []))} words in the file, "

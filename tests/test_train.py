@@ -134,6 +134,10 @@ def test_load_checkpoint_errors(tmp_path):
     torch.save({"weights": torch.zeros(2)}, foreign)
     with pytest.raises(ValueError, match="not a labformer checkpoint"):
         load_checkpoint(foreign)
+    other = tmp_path / "other.pt"
+    torch.save({"format": "labformer-checkpoint-0"}, other)
+    with pytest.raises(ValueError, match="another labformer version.*checkpoint-0"):
+        load_checkpoint(other)
     unsafe = tmp_path / "unsafe.pt"
     torch.save({"format": train_mod.CHECKPOINT_FORMAT, "obj": SimpleNamespace(a=1)}, unsafe)
     with pytest.raises(ValueError, match="corrupt"):  # weights_only refuses arbitrary objects
