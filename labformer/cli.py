@@ -37,6 +37,8 @@ CORPUS_SEED = 0  # the data set is fixed: `train --seed` changes the training, n
 SPLITS = ("train", "valid", "test")
 MIN_PAIRS = 100  # fewer pairs than this teach a translator nothing: refuse (--min-pairs)
 NEAR_ZERO_BLEU = 1.0  # a final validation BLEU below this: the run learned nothing
+MEMORISED_BLEU = 50.0  # ... unless its training pairs come back this well: it memorised them
+VALID_SEEN = 200  # training pairs translated for that check
 
 
 class CLIError(Exception):
@@ -347,7 +349,7 @@ def _train(args: argparse.Namespace) -> int:
                 print(f"epoch {i}: loss {loss:.3f}{bleu}")
     print(f"trained {len(h.step_loss)} steps in {time.perf_counter() - start:.0f} s; "
           f"checkpoint: {args.out}")
-    return _verdict(translator, valid)
+    return _verdict(translator, valid, data)
 
 
 def _fields(config) -> dict:
@@ -356,14 +358,25 @@ def _fields(config) -> dict:
     return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
 
 
-def _verdict(translator: Translator, valid: list) -> int:
-    """0, or 3 with a loud message when the run learned nothing (BLEU ~ 0, empty outputs)."""
+def _verdict(translator: Translator, valid: list, data: Sequence = ()) -> int:
+    """0, or 3 with a loud message when the run learned nothing (BLEU ~ 0, empty outputs).
+
+    A model that translates its own training pairs well but held-out ones at BLEU ~ 0 has
+    learned its data, not the language: a warning, not a failure.
+    """
     if not valid or not translator.history.valid_score:
         print("labformer: warning: no validation pairs (fewer than 20 in the file): the "
               "model's quality is unknown", file=sys.stderr)
         return 0
     bleu = translator.history.valid_score[-1]
     empty = sum(not t for t in translator.translate([s for s, _ in valid]))
+    if bleu < NEAR_ZERO_BLEU and not empty and data:
+        seen = translator.evaluate(list(data[:VALID_SEEN]))["bleu"]
+        if seen >= MEMORISED_BLEU:
+            print(f"labformer: warning: the model translates its training pairs (BLEU "
+                  f"{seen:.1f}) but not held-out ones (validation BLEU {bleu:.1f}): too "
+                  f"little data to generalise", file=sys.stderr)
+            return 0
     if bleu < NEAR_ZERO_BLEU or empty:
         print(f"labformer: error: this model learned nothing useful: validation BLEU "
               f"{bleu:.1f}, {empty} of {len(valid)} validation sentences translate to "

@@ -519,3 +519,24 @@ def test_the_cased_model_is_scored_cased(capsys, monkeypatch, tmp_path):
     assert cased["bleu"] == pytest.approx(100.0)
     lower = translator.evaluate(list(zip(sources, [r.upper() for r in refs], strict=True)))
     assert lower["exact"] == 0.0  # case counts
+
+
+def test_verdict_tells_memorising_from_learning_nothing(capsys):
+    import labformer.cli as cli
+    from labformer.train import History
+
+    class Stub:
+        def __init__(self, seen_bleu: float) -> None:
+            self.history, self.seen = History(valid_score=[0.4]), seen_bleu
+
+        def translate(self, sources):
+            return ["x" for _ in sources]
+
+        def evaluate(self, pairs):
+            return {"bleu": self.seen}
+
+    valid, data = [("a", "b")], [("c", "d")] * 3
+    assert cli._verdict(Stub(99.0), valid, data) == 0  # type: ignore[arg-type]
+    assert "too little data to generalise" in capsys.readouterr().err
+    assert cli._verdict(Stub(3.0), valid, data) == 3  # type: ignore[arg-type]
+    assert "learned nothing useful" in capsys.readouterr().err
