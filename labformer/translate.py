@@ -261,6 +261,18 @@ def text_codecs(sources: Sequence[str], src_lang: str = "fr", tgt_lang: str = "e
             TextCodec(tgt_lang, tokenizer))
 
 
+def _same_entry(key: str, saved: Any, value: Any) -> bool:
+    """Whether a checkpoint entry matches the new run's; configurations compare as
+    TransformerConfig, so a file written before a field existed (or with the old boolean
+    ``tie_embeddings``) still matches the configuration it stands for."""
+    if key != "model_config":
+        return bool(saved == value)
+    try:
+        return TransformerConfig(**saved) == TransformerConfig(**value)
+    except (TypeError, ValueError):
+        return False
+
+
 def check_resumable(checkpoint: str | os.PathLike, expected: dict[str, Any]) -> None:
     """ValueError unless ``checkpoint`` was trained on the same data, model and settings.
 
@@ -275,7 +287,7 @@ def check_resumable(checkpoint: str | os.PathLike, expected: dict[str, Any]) -> 
               "tgt_vocab": "target vocabulary", "model_config": "model configuration"}
     for key in sorted(expected, key=lambda k: list(labels).index(k) if k in labels else -1):
         value = expected[key]
-        if key != "train_config" and key in state and state[key] != value:
+        if key != "train_config" and key in state and not _same_entry(key, state[key], value):
             what = labels.get(key, key)
             if key.endswith("vocab"):
                 what += (f": {len(state[key].get('tokens', []))} words in the file, "

@@ -540,3 +540,18 @@ def test_verdict_tells_memorising_from_learning_nothing(capsys):
     assert "too little data to generalise" in capsys.readouterr().err
     assert cli._verdict(Stub(3.0), valid, data) == 3  # type: ignore[arg-type]
     assert "learned nothing useful" in capsys.readouterr().err
+
+
+def test_resume_reads_a_configuration_saved_before_the_newer_fields() -> None:
+    """A checkpoint's model_config from before scale_scores/residual existed, with the old
+    boolean tie_embeddings, matches the configuration it stands for, and only that one."""
+    from labformer import TransformerConfig
+    from labformer.translate import _same_entry
+
+    new = dataclasses.asdict(TransformerConfig(src_vocab_size=12, tgt_vocab_size=12,
+                                               tie_embeddings="output"))
+    old = {k: v for k, v in new.items() if k not in ("scale_scores", "residual")}
+    old["tie_embeddings"] = True
+    assert _same_entry("model_config", old, new)
+    assert not _same_entry("model_config", {**old, "d_model": 64}, new)
+    assert not _same_entry("model_config", {**old, "no_such_field": 1}, new)
