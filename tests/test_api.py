@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
 import json
@@ -64,18 +65,17 @@ def test_test_doubles_live_in_labformer_testing():
 
 
 def _book_imports() -> list[tuple[str, str, str]]:
-    """(notebook, module, name) for every ``from labformer... import ...`` in the book."""
+    """(notebook, module, name) for every ``from labformer... import ...`` in the book, read
+    with Python's own parser (so ``import a as b``, parentheses and comments all work)."""
     found = []
     for path in sorted((ROOT / "book").glob("*.ipynb")):
         for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
             if cell["cell_type"] != "code":
                 continue
-            source = "".join(cell["source"])
-            for m in re.finditer(r"^\s*from (labformer[\w.]*) import (\([^)]*\)|[^\n]*)",
-                                 source, re.M):
-                names = m.group(2).strip("()").split("#")[0]
-                found += [(path.name, m.group(1), n.strip()) for n in names.split(",")
-                          if n.strip()]
+            tree = ast.parse("".join(cell["source"]))  # the chapters hold no IPython magics
+            found += [(path.name, node.module, alias.name) for node in ast.walk(tree)
+                      if isinstance(node, ast.ImportFrom) and node.module
+                      and node.module.split(".")[0] == "labformer" for alias in node.names]
     return found
 
 
