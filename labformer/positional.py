@@ -48,7 +48,15 @@ def sinusoidal_positions(
 class _Positions(nn.Module):
     """Shared forward: add rows offset..offset+T of a (max_len, d_model) table, then dropout."""
 
-    def __init__(self, d_model: int, max_len: int, dropout: float) -> None:
+    def __init__(
+        self,
+        d_model: int,
+        max_len: int = 512,
+        dropout: float = 0.0,
+        *,
+        device: torch.device | str | None = None,  # unused here; the subclasses' tables
+        dtype: torch.dtype | None = None,  # take them
+    ) -> None:
         super().__init__()
         self.d_model, self.max_len = d_model, max_len
         self.dropout = nn.Dropout(dropout)
@@ -118,17 +126,6 @@ class LearnedPositionalEncoding(_Positions):
 class NoPositionalEncoding(_Positions):
     """No position signal at all, only the dropout (an ablation: without positions, attention
     cannot tell word order). ``max_len`` still bounds the lengths, as in the other two."""
-
-    def __init__(
-        self,
-        d_model: int,
-        max_len: int = 512,
-        dropout: float = 0.0,
-        *,
-        device: torch.device | str | None = None,
-        dtype: torch.dtype | None = None,
-    ) -> None:
-        super().__init__(d_model, max_len, dropout)  # no table: device and dtype unused
 
     def table(self) -> None:
         return None
