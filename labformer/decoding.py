@@ -118,8 +118,8 @@ def _check_src(model: DecodingModel, src: Tensor, max_len: int) -> Tensor:
 def _next_log_probs(logits: Tensor, banned: Sequence[int]) -> Tensor:
     """logits (N, V) of the last position -> log-probabilities with banned ids at -inf."""
     log_p = F.log_softmax(logits.float(), dim=-1)  # (N, V)
-    if banned:
-        log_p[:, list(banned)] = -math.inf
+    for index in banned:  # int indices: no id list copied to the device
+        log_p[:, index] = -math.inf
     return log_p
 
 
@@ -217,7 +217,7 @@ def beam_search(
     src: Tensor,
     beam_size: int = 4,
     top_beams: int = 1,
-    max_len: int = 50,
+    max_len: int | Sequence[int] = 50,
     length_penalty: float = 0.0,
     *,
     use_cache: bool = True,
@@ -232,11 +232,17 @@ def beam_search(
     All B * beam_size hypotheses run through the decoder together, one call per step. At each
     step, an EOS candidate ranked among the best ``beam_size`` is set aside as finished; the best
     ``beam_size`` non-EOS candidates live on. A row stops once it holds ``beam_size`` finished
-    hypotheses and no live one can still beat the worst of them. ``length_penalty`` is GNMT's
-    alpha. ``beam_size=1`` is greedy decoding. Pass a list as ``trace`` to collect one
-    :class:`BeamStep` per step for batch row 0. ``early_stopping=False`` runs every row to
-    ``max_len`` (the stopping rule must not change the result; the tests check it). The special
-    ids are the model's (``model.config``) unless overridden.
+    hypotheses and no live one can still beat the worst of them. ``max_len`` is one limit for
+    every row or one per row (B,): a row's result depends only on its own source and limit,
+    never on the other rows of its batch. ``length_penalty`` is GNMT's alpha. ``beam_size=1``
+    is greedy decoding. Pass a list as ``trace`` to collect one :class:`BeamStep` per step for
+    batch row 0. ``early_stopping=False`` runs every row to its limit (the stopping rule must
+    not change the result; the tests check it). The special ids are the model's
+    (``model.config``) unless overridden.
+
+    The search runs on the model's device; the host reads one small (B, K, 4) tensor per step
+    (the finished and live candidates), so a GPU is synchronised once per step, not per
+    hypothesis.
     """
     if beam_size < 1:
         raise ValueError(f"beam_size must be at least 1, got {beam_size}")
@@ -246,8 +252,9 @@ def beam_search(
         raise ValueError(f"length_penalty (alpha) must be >= 0, got {length_penalty}")
     ids = _specials(model, pad_id, bos_id, eos_id)
     bos_id, eos_id, pad_id = ids.bos, ids.eos, ids.pad
-    src = _check_src(model, src, max_len)
+    src = _check_src(model, src, 1)
     B, K, device = src.shape[0], beam_size, src.device
+    limits = _row_limits(max_len, B)
 
     # Every beam of every row in one batch of B * K rows: row b's beams are b*K .. b*K + K-1.
     memory = model.encode(src)  # (B, S, D)
@@ -260,40 +267,53 @@ def beam_search(
     # Only beam 0 starts alive; the other K-1 copies of BOS would only duplicate it.
     beam_lp = torch.full((B, K), -math.inf, device=device)
     beam_lp[:, 0] = 0.0
-    tokens = torch.zeros((B, K, 0), dtype=torch.long, device=device)  # (B, K, t)
+    # On the host, each step's (parent, token) of every live hypothesis, (B, K) each: a
+    # hypothesis's tokens are read back along its parents only when it leaves the beam.
+    history: list[tuple[list[list[int]], list[list[int]]]] = []
     finished: list[list[Hypothesis]] = [[] for _ in range(B)]
     done = [False] * B
 
     def score(log_prob: float, length: int) -> float:
         return log_prob / float(length_penalty_factor(length, length_penalty))
 
-    for t in range(1, max_len + 1):
+    def tokens_of(b: int, k: int) -> list[int]:
+        """The tokens of live hypothesis k of row b after the last step in ``history``."""
+        out = []
+        for parents, tokens in reversed(history):
+            out.append(tokens[b][k])
+            k = parents[b][k]
+        return out[::-1]
+
+    for t in range(1, max(limits) + 1):
         log_p = _next_log_probs(stepper.logits(), (pad_id, bos_id))  # (B*K, V)
         V = log_p.shape[-1]
         cand = beam_lp.unsqueeze(-1) + log_p.view(B, K, V)  # (B, K, V)
-        flat = cand.view(B, K * V)
         # Rank of the worst candidate still "in the beam": EOS candidates above it finish.
-        kth = flat.topk(min(K, K * V), dim=1).values[:, -1]  # (B,)
+        kth = cand.view(B, K * V).topk(min(K, K * V), dim=1).values[:, -1:]  # (B, 1)
         eos_lp = cand[:, :, eos_id]  # (B, K)
+        ends = torch.where((eos_lp > -math.inf) & (eos_lp >= kth), eos_lp, -math.inf)
+        cand[:, :, eos_id] = -math.inf
+        live_lp, live_idx = cand.view(B, K * V).topk(K, dim=1)  # (B, K) each
+        parent, token = live_idx // V, live_idx % V  # (B, K) each
+        # The one read per step: float64 holds the float32 scores and the ids exactly.
+        host = torch.stack([ends.double(), live_lp.double(), parent.double(), token.double()],
+                           dim=-1).tolist()  # (B, K, 4)
         step = BeamStep([], [], [])
         for b in range(B):
             if done[b]:
                 continue
             for k in range(K):
-                lp = float(eos_lp[b, k])
-                if lp > -math.inf and lp >= float(kth[b]):
-                    seq = tokens[b, k].tolist() + [eos_id]
+                lp = host[b][k][0]
+                if lp > -math.inf:
+                    seq = tokens_of(b, k) + [eos_id]
                     finished[b].append(Hypothesis(seq, score(lp, t), lp, True))
                     if b == 0:
                         step.finished.append((k, lp))
-        cand[:, :, eos_id] = -math.inf
-        live_lp, live_idx = cand.view(B, K * V).topk(K, dim=1)  # (B, K) each
-        parent, token = live_idx // V, live_idx % V  # (B, K) each
+        history.append(([[int(h[2]) for h in row] for row in host],
+                        [[int(h[3]) for h in row] for row in host]))
         if trace is not None:
-            trace.append(BeamStep(parent[0].tolist(), token[0].tolist(), live_lp[0].tolist(),
-                                  step.finished))
-        tokens = torch.cat([tokens.gather(1, parent.unsqueeze(-1).expand(-1, -1, t - 1)),
-                            token.unsqueeze(-1)], dim=-1)  # (B, K, t)
+            trace.append(BeamStep(history[-1][0][0], history[-1][1][0],
+                                  [h[1] for h in host[0]], step.finished))
         beam_lp = live_lp
 
         for b in range(B):
@@ -301,29 +321,39 @@ def beam_search(
                 continue
             finished[b].sort(key=lambda h: h.score, reverse=True)
             del finished[b][K:]  # only the best K can ever be returned or matter for stopping
-            best_live = float(live_lp[b, 0])
+            best_live = host[b][0][1]
             if best_live == -math.inf:
                 done[b] = True  # nothing left to extend
             elif early_stopping and len(finished[b]) >= K:
                 # A live hypothesis only loses log-probability as it grows, so its best possible
                 # score is its log-prob now under the largest length penalty still reachable.
-                bound = best_live / float(length_penalty_factor(max_len, length_penalty))
+                bound = best_live / float(length_penalty_factor(limits[b], length_penalty))
                 done[b] = bound <= finished[b][-1].score
-        if all(done) or t == max_len:
+            if not done[b] and t == limits[b]:
+                # Hit its limit: unfinished hypotheses compete too, scored at their full length.
+                for k in range(K):
+                    lp = host[b][k][1]
+                    if lp > -math.inf:
+                        finished[b].append(Hypothesis(tokens_of(b, k), score(lp, t), lp, False))
+                done[b] = True
+        if all(done):
             break
         flat_parent = (parent + torch.arange(B, device=device).unsqueeze(1) * K).view(-1)
         stepper.advance(token.view(-1), flat_parent)
 
     results = []
     for b in range(B):
-        pool = list(finished[b])
-        if not done[b]:
-            # Hit max_len: unfinished hypotheses compete too, scored at their full length.
-            for k in range(K):
-                lp = float(beam_lp[b, k])
-                if lp > -math.inf:
-                    pool.append(Hypothesis(tokens[b, k].tolist(), score(lp, tokens.shape[-1]),
-                                           lp, False))
-        pool.sort(key=lambda h: h.score, reverse=True)
+        pool = sorted(finished[b], key=lambda h: h.score, reverse=True)
         results.append(pool[:top_beams])
     return results
+
+
+def _row_limits(max_len: int | Sequence[int], rows: int) -> list[int]:
+    """One output limit per batch row, from a shared limit or a list of them."""
+    limits = [max_len] * rows if isinstance(max_len, int) else [int(n) for n in max_len]
+    if len(limits) != rows:
+        raise ValueError(f"max_len must be an int or one limit per row ({rows}), got "
+                         f"{len(limits)} limits")
+    if limits and min(limits) < 1:
+        raise ValueError(f"max_len must be at least 1, got {min(limits)}")
+    return limits

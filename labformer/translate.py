@@ -208,13 +208,13 @@ class Translator:
             for r, i in enumerate(rows):
                 src[r, :len(ids[i])] = torch.tensor(ids[i])
             src = src.to(self.device)  # (B, S)
-            # Each sentence's own limit, so that its output does not depend on its batch.
+            # Each sentence's own limit, so that its output does not depend on its batch:
+            # greedy rows are independent (cut to the limit), beam search takes one per row.
             limits = [max_len or min(cfg_max, 2 * len(ids[i]) + 10) for i in rows]
-            limit = max(limits)
             if beam is None:
-                out = greedy_decode(self.model, src, max_len=limit).tolist()
+                out = greedy_decode(self.model, src, max_len=max(limits)).tolist()
             else:
-                hyps = beam_search(self.model, src, beam_size=beam, max_len=limit,
+                hyps = beam_search(self.model, src, beam_size=beam, max_len=limits,
                                    length_penalty=length_penalty)
                 out = [h[0].tokens for h in hyps]
             for r, i in enumerate(rows):

@@ -326,3 +326,56 @@ def test_bad_arguments():
         PrefixTableModel({(): {4: 0.5}}, V_TGT)
     with pytest.raises(ValueError, match="distribution"):
         PrefixTableModel({(): {9: 1.0}}, V_TGT)
+
+
+def _eos_shy_model(seed: int, bias: float) -> Transformer:
+    """A random tiny model whose output layer is biased against EOS: many hypotheses run to
+    their length limit, where a batch-wide limit would rank them differently."""
+    model = _model(seed, tgt_vocab=8, scale=2.0)
+    with torch.no_grad():
+        model.generator.bias[EOS] -= bias
+    return model
+
+
+def _sentences(seed: int, n: int = 4) -> list[list[int]]:
+    rng = random.Random(seed)
+    return [[rng.randrange(3, 9) for _ in range(rng.randint(1, 6))] for _ in range(n)]
+
+
+def _padded(rows: list[list[int]]) -> torch.Tensor:
+    out = torch.full((len(rows), max(map(len, rows))), PAD, dtype=torch.long)
+    for r, row in enumerate(rows):
+        out[r, :len(row)] = torch.tensor(row)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_beam_output_of_a_row_does_not_depend_on_its_batch(seed):
+    # Each sentence has its own limit (here its length + 2); alone or beside longer and
+    # shorter sentences, in any order, its hypotheses must be the same.
+    model = _eos_shy_model(seed, bias=1.0 + seed % 3)
+    sentences = _sentences(seed)
+    limits = [len(s) + 2 for s in sentences]
+    alone = [beam_search(model, _padded([s]), beam_size=3, top_beams=3, max_len=lim)[0]
+             for s, lim in zip(sentences, limits, strict=True)]
+    orders = [list(range(len(sentences))), list(reversed(range(len(sentences)))), [0, 2], [3, 1]]
+    for order in orders:
+        batch = beam_search(model, _padded([sentences[i] for i in order]), beam_size=3,
+                            top_beams=3, max_len=[limits[i] for i in order])
+        for row, i in enumerate(order):
+            assert [h.tokens for h in batch[row]] == [h.tokens for h in alone[i]], (order, i)
+            assert [h.finished for h in batch[row]] == [h.finished for h in alone[i]]
+            assert [h.score for h in batch[row]] == pytest.approx(
+                [h.score for h in alone[i]], abs=1e-4)
+
+
+def test_beam_limits_per_row_are_checked():
+    model, src = _model(0), _src(0)
+    with pytest.raises(ValueError, match="one limit per row"):
+        beam_search(model, src, max_len=[3])
+    with pytest.raises(ValueError, match="at least 1"):
+        beam_search(model, src, max_len=[3, 0])
+    # A shared limit and the same limit per row are one search.
+    a = beam_search(model, src, beam_size=3, max_len=4)
+    assert [h[0].tokens for h in a] == [h[0].tokens for h in
+                                        beam_search(model, src, beam_size=3, max_len=[4, 4])]
