@@ -12,6 +12,7 @@ data-parallel (DistributedDataParallel; gloo on CPU, NCCL on GPU).
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
 import os
@@ -217,6 +218,12 @@ def _rng_state(device: torch.device) -> dict[str, torch.Tensor]:
 def _set_rng_state(state: dict[str, torch.Tensor], device: torch.device) -> None:
     # set_rng_state wants a CPU ByteTensor, whichever device the states were saved from.
     torch.set_rng_state(state["cpu"].cpu())
+    if device.type == "cuda" and "cuda" not in state:
+        # Saved on the CPU (or MPS): dropout on the GPU draws from the GPU's own generator,
+        # which the file cannot restore, so the resumed run differs from an uninterrupted one.
+        warnings.warn("the checkpoint holds no CUDA random state (it was not written on a "
+                      "GPU): training resumes on CUDA, but dropout masks differ from an "
+                      "uninterrupted run", stacklevel=3)
     if device.type == "cuda" and "cuda" in state:
         torch.cuda.set_rng_state(state["cuda"].cpu(), device)
     elif device.type == "mps" and "mps" in state:
@@ -232,14 +239,49 @@ def _gather(obj: Any, rank: int, world: int) -> list[Any] | None:
     return out
 
 
+# What torch.load(weights_only=True) reads back: plain Python data, tensors, a few torch types.
+_LEAVES = (type(None), bool, int, float, complex, str, bytes, torch.Tensor, torch.Size,
+           torch.device, torch.dtype)
+
+
+def _loadable(value: Any, where: str) -> Any:
+    """``value`` with NumPy scalars (and 0-d arrays) made Python numbers and NumPy arrays made
+    tensors; TypeError naming ``where`` for anything else ``load_checkpoint`` could not read."""
+    if isinstance(value, _LEAVES):
+        return value
+    if isinstance(value, dict):
+        items = {k: _loadable(v, f"{where}[{k!r}]") for k, v in value.items()}
+        return collections.OrderedDict(items) if isinstance(value, collections.OrderedDict) \
+            else items
+    if isinstance(value, (list, tuple, set, frozenset)):  # a named tuple becomes a tuple
+        seq = [_loadable(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        if isinstance(value, (set, frozenset)):
+            return set(seq)
+        return seq if isinstance(value, list) else tuple(seq)
+    module = type(value).__module__
+    if module == "numpy" and hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
+        return value.item()  # np.float32(0.5) -> 0.5
+    if module == "numpy" and hasattr(value, "shape"):
+        return torch.as_tensor(value)
+    raise TypeError(f"checkpoint entry {where} is a {type(value).__module__}."
+                    f"{type(value).__qualname__}, which load_checkpoint cannot read back "
+                    f"(weights_only): store plain data (numbers, strings, lists, dicts) or tensors")
+
+
 def save_checkpoint(path: str | os.PathLike, state: dict) -> None:
-    """Write ``state`` to ``path`` atomically: a temporary file in the same folder, then rename."""
+    """Write ``state`` to ``path`` atomically: a temporary file in the same folder, then rename.
+
+    Only what :func:`load_checkpoint` can read back is written: NumPy numbers and arrays are
+    stored as Python numbers and tensors, and any other object is a TypeError naming its key,
+    before the file is touched.
+    """
+    state = _loadable({"format": CHECKPOINT_FORMAT, **state}, "state")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
-        torch.save({"format": CHECKPOINT_FORMAT, **state}, tmp)
+        torch.save(state, tmp)
         os.replace(tmp, path)  # atomic on POSIX: readers see the old file or the new one
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -255,13 +297,22 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
         state = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as e:  # torch raises several types for truncated or foreign files
         raise ValueError(f"cannot read checkpoint {path}: the file is corrupt or not a "
-                         f"labformer checkpoint ({type(e).__name__})") from e
+                         f"labformer checkpoint ({type(e).__name__}: {_reason(e)})") from e
     if not isinstance(state, dict) or "format" not in state:
         raise ValueError(f"{path} is not a labformer checkpoint (format {CHECKPOINT_FORMAT})")
     if state["format"] != CHECKPOINT_FORMAT:
         raise ValueError(f"{path} is a checkpoint of another labformer version (format "
                          f"{state['format']!r}; this version reads {CHECKPOINT_FORMAT})")
     return state
+
+
+def _reason(error: Exception) -> str:
+    """The telling line of torch.load's error (its weights_only message is a page long)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    for line in lines:
+        if line.startswith("WeightsUnpickler error:"):
+            return line
+    return lines[0] if lines else "no message"
 
 
 def _epoch_order(num_batches: int, seed: int, epoch: int) -> list[int]:

@@ -144,6 +144,57 @@ def test_load_checkpoint_errors(tmp_path):
         load_checkpoint(unsafe)
 
 
+def test_every_state_train_writes_loads_back(tmp_path):
+    # Everything train() puts in a checkpoint (weights, AdamW's and the scheduler's state,
+    # random states, history, configuration, a translator's extra state) must load with
+    # weights_only=True, or a healthy run writes a file it cannot resume from.
+    import numpy as np
+
+    from labformer.data import Vocab
+    from labformer.translate import Translator
+
+    model = _model(dropout=0.1)
+    vocab = Vocab([f"w{i}" for i in range(V - 4)])
+    extra = {**Translator(model, vocab, vocab).checkpoint_state(), "corpus": {"seed": 0},
+             "note": np.float32(0.5), "counts": np.arange(3), "steps": np.int64(7)}
+    ck = tmp_path / "run.pt"
+    train(model, _copy_batches(num=2), _config(2), checkpoint=ck, extra_state=extra,
+          device="cpu", progress=False)
+    state = load_checkpoint(ck)
+    assert {"model", "optimizer", "scheduler", "epoch", "per_rank", "history",
+            "train_config", "model_config", "src_vocab"} <= set(state)
+    assert state["note"] == 0.5 and type(state["note"]) is float  # NumPy made plain
+    assert state["steps"] == 7 and type(state["steps"]) is int
+    assert torch.equal(state["counts"], torch.arange(3))
+    resumed = train(_model(), _copy_batches(num=2), _config(3), checkpoint=ck, resume=True,
+                    extra_state=extra, device="cpu", progress=False)
+    assert len(resumed.epoch_loss) == 3
+    assert Translator.from_checkpoint(ck).src_vocab == vocab
+
+
+def test_save_refuses_what_load_cannot_read_and_names_the_key(tmp_path):
+    path = tmp_path / "ck.pt"
+    save_checkpoint(path, {"epoch": 1})
+    with pytest.raises(TypeError, match=r"state\['extra'\]\['obj'\].*SimpleNamespace"):
+        save_checkpoint(path, {"epoch": 2, "extra": {"obj": SimpleNamespace(a=1)}})
+    assert load_checkpoint(path)["epoch"] == 1  # the old file is untouched
+
+
+def test_load_error_keeps_the_reason(tmp_path):
+    import numpy as np
+
+    path = tmp_path / "numpy.pt"  # written by torch.save directly, past save_checkpoint
+    torch.save({"format": train_mod.CHECKPOINT_FORMAT, "x": np.float32(1.0)}, path)
+    with pytest.raises(ValueError, match="UnpicklingError: WeightsUnpickler error: "
+                                         "Unsupported global.*numpy"):
+        load_checkpoint(path)
+
+
+def test_resuming_a_cpu_checkpoint_on_cuda_says_dropout_will_differ():
+    with pytest.warns(UserWarning, match="no CUDA random state"):
+        train_mod._set_rng_state({"cpu": torch.get_rng_state()}, torch.device("cuda"))
+
+
 # ------------------------------------------------------------------------------ training
 
 
