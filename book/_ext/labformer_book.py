@@ -8,6 +8,11 @@ the copy of plotly.js that the plotly Python package ships; it is copied into th
 The bibliography's labels read as the text cites: "[Cho et al., 2014]", not "[CvMerrienboerG+14]"
 (``bibtex_default_style: labformer``, a pybtex style registered here). Search ranks a
 glossary entry below the chapters that use the term (search_scorer.js).
+
+Two editions, English and Chinese, come from the same notebooks (Sphinx's gettext catalogues in
+``book/locales``; ``book/_ext/editions.py`` builds the Chinese one into ``_build/html/zh``).
+Every page links to the same page in the other edition (``add_language_switch``), and numbers
+glued into a translated paragraph come from the notebook's own outputs (``glue_in_translations``).
 """
 
 from __future__ import annotations
@@ -97,8 +102,85 @@ def use_search_scorer(app: Sphinx, config: Any) -> None:
     config.html_search_scorer = str(Path(__file__).with_name("search_scorer.js"))
 
 
+#: Where each edition lives, relative to the English site's root.
+EDITIONS = {"en": "", "zh_CN": "zh/"}
+SWITCH_LABEL = {"en": "中文", "zh_CN": "English"}
+
+
+def language_switch_href(language: str, pagename: str) -> str:
+    """The same page in the other edition, as a link relative to this page."""
+    up = "../" * pagename.count("/")
+    if language == "en":
+        return f"{up}{EDITIONS['zh_CN']}{pagename}.html"
+    return f"{up}../{pagename}.html"
+
+
+def add_language_switch(app: Sphinx, pagename: str, templatename: str,
+                        context: dict[str, Any], doctree: Any) -> None:
+    """A link to this page in the other edition, at the top of every page's article."""
+    if doctree is None or "body" not in context:
+        return
+    language = app.config.language if app.config.language in EDITIONS else "en"
+    other = "zh-CN" if language == "en" else "en"
+    href = language_switch_href(language, pagename)
+    context["body"] = (
+        f'<p class="lf-language-switch"><a href="{href}" hreflang="{other}" lang="{other}" '
+        f'rel="alternate">{SWITCH_LABEL[language]}</a></p>\n' + context["body"])
+
+
+def glue_in_translations() -> None:
+    """Lets a translated paragraph use {glue:text} like the paragraph it translates.
+
+    Sphinx parses each translated message as a small document of its own, which myst-nb reads
+    as Markdown without the notebook's outputs, so a glued number in a translation would find
+    no value. The notebook's renderer, recorded while its page is read, is lent to them.
+    """
+    import myst_nb.ext.glue.roles as glue_roles
+    import myst_nb.sphinx_ as nb_sphinx
+
+    if getattr(nb_sphinx.load_renderer, "_records", False):
+        return
+    renderers: dict[str, Any] = {}
+    reading: list[str] = [""]
+    load_renderer, parse = nb_sphinx.load_renderer, nb_sphinx.Parser.parse
+    retrieve = glue_roles.retrieve_glue_data
+
+    def recording_load_renderer(name: str) -> Any:
+        cls = load_renderer(name)
+
+        def make(*args: Any, **kwargs: Any) -> Any:
+            renderers[reading[0]] = renderer = cls(*args, **kwargs)
+            return renderer
+        return make
+
+    def reading_parse(self: Any, inputstring: str, document: Any) -> None:
+        env = getattr(document.settings, "env", None) or self.env
+        if not document.current_source.endswith("<translated>"):
+            reading[0] = env.docname
+        parse(self, inputstring, document)
+
+    def lending_retrieve(document: Any, key: str) -> Any:
+        if "nb_renderer" not in document and str(document.current_source).endswith(
+                "<translated>"):
+            renderer = renderers.get(document.settings.env.docname)
+            if renderer is not None:
+                document["nb_renderer"] = renderer  # lent for this lookup only: the
+                try:                                # document is pickled later
+                    return retrieve(document, key)
+                finally:
+                    del document["nb_renderer"]
+        return retrieve(document, key)
+
+    recording_load_renderer._records = True  # type: ignore[attr-defined]
+    nb_sphinx.load_renderer = recording_load_renderer
+    nb_sphinx.Parser.parse = reading_parse  # type: ignore[method-assign]
+    glue_roles.retrieve_glue_data = lending_retrieve
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     plotly_js_path()  # fail at the start of a build, not at its end
+    glue_in_translations()
+    app.connect("html-page-context", add_language_switch)
     app.connect("config-inited", use_search_scorer)
     app.connect("html-page-context", add_explorer_scripts)
     app.connect("build-finished", copy_plotly_js)

@@ -1,0 +1,67 @@
+"""The book's two editions from one set of notebooks: English, and Chinese from gettext catalogues.
+
+    python book/_ext/editions.py config zh_CN   # _build/_config.zh_CN.yml: the Chinese edition
+    python book/_ext/editions.py config gettext # _build/_config.gettext.yml: message extraction
+    python book/_ext/editions.py config zh_CN-draft  # the Chinese edition, nothing executed
+
+Both files are ``_config.yml`` with a few settings changed, so the editions cannot drift apart:
+the Chinese one reads the catalogues in ``book/locales`` and shares the English build's
+execution cache (jupyter-cache keys on code cells only, so no notebook runs twice); the gettext
+one does not execute anything, since code cells are not translated. Paths become absolute
+because jupyter-book reads some of them relative to the configuration file.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+LOCALE_DIR = ROOT / "book" / "locales"
+#: The Chinese edition's title; everything else on its pages comes from the catalogues.
+TITLE = {"zh_CN": "labformer：注意力机制与 Transformer，逐段执行"}
+#: One gettext catalogue per page, no source line numbers (they churn on every edit).
+GETTEXT = {"gettext_compact": False, "gettext_location": False, "gettext_uuid": False}
+
+
+def edition_config(edition: str) -> dict[str, Any]:
+    """_config.yml for one edition: "zh_CN" (the Chinese book) or "gettext" (extraction)."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    sphinx = config["sphinx"]
+    sphinx["local_extensions"] = {
+        name: str(ROOT / path) for name, path in sphinx["local_extensions"].items()}
+    sphinx["config"]["html_static_path"] = [
+        str(ROOT / path) for path in sphinx["config"]["html_static_path"]]
+    config["bibtex_bibfiles"] = [str(ROOT / path) for path in config["bibtex_bibfiles"]]
+    config["html"]["favicon"] = str(ROOT / config["html"]["favicon"])
+    config["execute"]["cache"] = str(ROOT / config["execute"]["cache"])
+    sphinx["config"].update(GETTEXT)
+    language, _, draft = edition.partition("-")
+    if edition == "gettext" or draft == "draft":
+        config["execute"]["execute_notebooks"] = "off"
+    if language in TITLE and draft in {"", "draft"}:
+        config["title"] = TITLE[language]
+        sphinx["config"]["language"] = language
+        sphinx["config"]["locale_dirs"] = [str(LOCALE_DIR)]
+    elif edition != "gettext":
+        raise SystemExit(f"unknown edition {edition!r}: choose zh_CN, zh_CN-draft or gettext")
+    return config
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2 or argv[0] != "config":
+        print(__doc__, file=sys.stderr)
+        return 2
+    out = ROOT / "_build" / f"_config.{argv[1]}.yml"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(yaml.safe_dump(edition_config(argv[1]), allow_unicode=True,
+                                  sort_keys=False), encoding="utf-8")
+    print(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

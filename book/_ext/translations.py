@@ -1,0 +1,187 @@
+"""Checks of the Chinese edition's catalogues (book/locales/zh_CN/LC_MESSAGES/book/*.po).
+
+    python book/_ext/translations.py                 # every catalogue: a report, exit 1 on problems
+    python book/_ext/translations.py 03_scaling ...  # some pages only
+
+A message is complete when it is translated and not fuzzy; it is faithful to its markup when the
+translation keeps every glued value, citation, cross-reference, glossary target, formula, inline
+code span and link target of the English text (the text around them is free). A page keeps the
+terminology of record when, for every glossary term its English text uses, its Chinese text uses
+the glossary's Chinese term (book/glossary.md, the 【...】 of each entry). Known mistranslations
+of the field's words never appear. tests/test_translations.py runs the same checks.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from babel.messages.pofile import read_po
+
+ROOT = Path(__file__).resolve().parents[2]
+CATALOGUES = ROOT / "book" / "locales" / "zh_CN" / "LC_MESSAGES" / "book"
+GLOSSARY = ROOT / "book" / "glossary.md"
+
+#: Words that look like translations of the field's terms but are wrong, with the right one.
+MISTRANSLATIONS = {
+    "变压器": "Transformer", "变形金刚": "Transformer", "转换器模型": "Transformer",
+    "逻辑值": "logits", "对数几率": "logits",
+    "贪婪解码": "贪心解码", "贪婪搜索": "贪心解码",
+    "光束搜索": "束搜索", "波束搜索": "束搜索", "集束搜索": "束搜索",
+    "自我注意": "自注意力", "多头部": "多头注意力", "注意力头部": "注意力头",
+    "层标准化": "层归一化", "层规范化": "层归一化", "批标准化": "批归一化",
+    "批量归一化": "批归一化", "批规范化": "批归一化",
+    "剩余连接": "残差连接", "跳跃连接": "残差连接",
+    "热身": "学习率预热", "预热学习率": "学习率预热",
+    "口罩": "掩码", "面具": "掩码", "遮罩": "掩码", "蒙版": "掩码",
+    "令牌": "词元", "标记化": "分词",
+    "教师强迫": "教师强制", "标签平滑化": "标签平滑",
+    "位置嵌入": "位置编码", "位置编码器": "位置编码",
+    "软最大": "softmax", "柔性最大值": "softmax",
+    "开头": "形状 (shape) / 开始", "头的形状": "形状",
+    "交叉熵损失函数值": "交叉熵",
+}
+#: Glossary terms that are also everyday English words, used so in the prose (a page that says
+#: "the memory of a laptop" need not say 记忆): not checked page by page.
+EVERYDAY = {"memory", "head", "baseline", "temperature", "alignment", "token", "value", "key",
+            "query", "gradient", "mask", "padding", "entropy", "look-ahead", "checkpoint",
+            "embedding", "encoder", "decoder", "vocabulary", "sublayer", "bottleneck",
+            "exact match", "parameter count", "empty row", "optimiser step", "saturation",
+            "tokenisation", "tokenizer", "detokenisation", "detokenizer", "one-hot", "softmax",
+            "logits", "logit", "ablation", "dropout", "gradient clipping", "BOS", "EOS"}
+
+ROLE = re.compile(r"\{([a-z:-]+)\}`([^`]*)`")
+MATH = re.compile(r"\$\$.*?\$\$|\$[^$\n]+\$", re.DOTALL)
+CODE = re.compile(r"``([^`]+)``|`([^`]+)`")
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+CJK = re.compile(r"[\u3400-\u9fff]")
+#: Roles whose whole text must survive translation; {term} and {ref} keep their target only.
+EXACT_ROLES = {"glue:text", "glue:any", "glue:md", "glue", "cite", "cite:p", "cite:t",
+               "numref", "eq", "doc", "download"}
+
+
+def role_target(text: str) -> str:
+    """`shown <target>` -> target; `target` -> target."""
+    match = re.fullmatch(r"(?s)(.*?)\s*<([^<>]+)>", text)
+    return (match.group(2) if match else text).strip()
+
+
+def markup(text: str) -> Counter[str]:
+    """What a translation must keep: roles (or their targets), formulas, code, link targets."""
+    kept: Counter[str] = Counter()
+    for name, body in ROLE.findall(text):
+        if name in EXACT_ROLES:
+            kept[f"{{{name}}}`{body}`"] += 1
+        elif name in {"term", "ref", "numref"}:
+            kept[f"{{{name}}}<{role_target(body).lower()}>"] += 1
+    rest = ROLE.sub(" ", text)
+    for formula in MATH.findall(rest):
+        kept[formula.strip()] += 1
+    rest = MATH.sub(" ", rest)
+    for double, single in CODE.findall(rest):
+        kept["`" + (double or single) + "`"] += 1
+    for target in LINK.findall(rest):
+        kept["(" + target + ")"] += 1
+    return kept
+
+
+def prose_words(text: str) -> int:
+    """English words outside markup: a message with none needs no Chinese."""
+    rest = CODE.sub(" ", MATH.sub(" ", ROLE.sub(" ", text)))
+    return len(re.findall(r"[A-Za-z]{2,}", rest))
+
+
+@dataclass(frozen=True)
+class Term:
+    english: tuple[str, ...]
+    chinese: tuple[str, ...]
+
+
+def glossary_terms(path: Path = GLOSSARY) -> list[Term]:
+    """Each glossary entry's English spellings and its Chinese forms from 【main（alt，alt）】."""
+    text = path.read_text(encoding="utf-8")
+    body = text[text.index("```{glossary}"):]
+    terms = []
+    for block in body.split("\n\n"):
+        names = [line for line in block.strip("\n").split("\n")
+                 if line and not line.startswith((" ", "```", ":"))]
+        match = re.search(r"【([^】]*)】", block)
+        if not names or not match:
+            continue
+        main, _, alts = match.group(1).partition("（")
+        forms = [main.strip()] + [a.strip() for a in re.split(r"[，、,]", alts.rstrip("）"))]
+        terms.append(Term(tuple(names), tuple(f for f in forms if f)))
+    return terms
+
+
+def uses(text: str, english: str) -> bool:
+    """Whether English text uses a term (whole words; acronyms and 'Pre-LN' by case)."""
+    flags = 0 if re.search(r"[A-Z].*[A-Z]", english) else re.IGNORECASE
+    return re.search(rf"(?<![\w-]){re.escape(english)}(?:s|es)?(?![\w-])", text, flags) is not None
+
+
+@dataclass
+class Report:
+    page: str
+    problems: list[str]
+
+
+def check_catalogue(path: Path, terms: list[Term] | None = None) -> Report:
+    """Every problem of one page's catalogue, each naming the message it is about."""
+    terms = glossary_terms() if terms is None else terms
+    with path.open("rb") as handle:
+        catalogue = read_po(handle)
+    problems: list[str] = []
+    english, chinese = [], []
+    for message in catalogue:
+        if not message.id:
+            continue
+        msgid, msgstr = str(message.id), str(message.string or "")
+        short = msgid[:70].replace("\n", " ")
+        if not msgstr.strip():
+            problems.append(f"untranslated: {short!r}")
+            continue
+        if message.fuzzy:
+            problems.append(f"fuzzy: {short!r}")
+        lost = markup(msgid) - markup(msgstr)
+        added = markup(msgstr) - markup(msgid)
+        if lost or added:
+            problems.append(f"markup changed in {short!r}: lost {sorted(lost)} "
+                            f"added {sorted(added)}")
+        if prose_words(msgid) >= 3 and not CJK.search(msgstr):
+            problems.append(f"no Chinese in {short!r}")
+        for wrong, right in MISTRANSLATIONS.items():
+            if wrong in msgstr:
+                problems.append(f"{wrong!r} (write {right}) in {short!r}")
+        english.append(ROLE.sub(lambda m: m.group(2), msgid))
+        chinese.append(msgstr)
+    page_en, page_zh = "\n".join(english), "\n".join(chinese)
+    for term in terms:
+        if any(name in EVERYDAY for name in term.english):
+            continue
+        used = [name for name in term.english if uses(page_en, name)]
+        if used and not any(form in page_zh for form in term.chinese):
+            problems.append(f"terminology: the English uses {used[0]!r}, the Chinese has "
+                            f"none of {list(term.chinese)}")
+    return Report(path.stem, problems)
+
+
+def main(pages: list[str]) -> int:
+    paths = [CATALOGUES / f"{page}.po" for page in pages] or sorted(CATALOGUES.glob("*.po"))
+    terms = glossary_terms()
+    failed = 0
+    for path in paths:
+        report = check_catalogue(path, terms)
+        print(f"{report.page}: {len(report.problems) or 'ok'}"
+              + ("" if not report.problems else " problems"))
+        for problem in report.problems:
+            print(f"  - {problem}")
+        failed += bool(report.problems)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
