@@ -2,6 +2,8 @@
 
     python book/_ext/translations.py                 # every catalogue: a report, exit 1 on problems
     python book/_ext/translations.py 03_scaling ...  # some pages only
+    python book/_ext/translations.py export 03_scaling > 03.json   # messages as JSON to edit
+    python book/_ext/translations.py import 03_scaling 03.json     # translations back in
 
 A message is complete when it is translated and not fuzzy; it is faithful to its markup when the
 translation keeps every glued value, citation, cross-reference, glossary target, formula, inline
@@ -13,6 +15,7 @@ of the field's words never appear. tests/test_translations.py runs the same chec
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from collections import Counter
@@ -169,7 +172,45 @@ def check_catalogue(path: Path, terms: list[Term] | None = None) -> Report:
     return Report(path.stem, problems)
 
 
+def export(page: str) -> list[dict[str, object]]:
+    """A page's messages, numbered, for translating: [{"n", "en", "zh", "fuzzy"}, ...]."""
+    with (CATALOGUES / f"{page}.po").open("rb") as handle:
+        catalogue = read_po(handle)
+    return [{"n": n, "en": str(m.id), "zh": str(m.string or ""), "fuzzy": m.fuzzy}
+            for n, m in enumerate(m for m in catalogue if m.id)]
+
+
+def import_translations(page: str, entries: list[dict[str, object]]) -> int:
+    """Writes each entry's "zh" into the page's catalogue (its "en" must still match)."""
+    from babel.messages.pofile import write_po
+
+    path = CATALOGUES / f"{page}.po"
+    with path.open("rb") as handle:
+        catalogue = read_po(handle)
+    messages = [m for m in catalogue if m.id]
+    changed = 0
+    for entry in entries:
+        message = messages[int(str(entry["n"]))]
+        if str(message.id) != entry["en"]:
+            raise SystemExit(f"{page}: message {entry['n']} is no longer {entry['en']!r}; "
+                             "export again")
+        if entry.get("zh"):
+            message.string = str(entry["zh"])
+            message.flags.discard("fuzzy")
+            changed += 1
+    with path.open("wb") as handle:
+        write_po(handle, catalogue, width=0, omit_header=False)
+    return changed
+
+
 def main(pages: list[str]) -> int:
+    if pages[:1] == ["export"] and len(pages) == 2:
+        print(json.dumps(export(pages[1]), ensure_ascii=False, indent=1))
+        return 0
+    if pages[:1] == ["import"] and len(pages) == 3:
+        entries = json.loads(Path(pages[2]).read_text(encoding="utf-8"))
+        print(f"{pages[1]}: {import_translations(pages[1], entries)} messages written")
+        return 0
     paths = [CATALOGUES / f"{page}.po" for page in pages] or sorted(CATALOGUES.glob("*.po"))
     terms = glossary_terms()
     failed = 0
