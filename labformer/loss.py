@@ -19,6 +19,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .masks import check_token_ids
+
 __all__ = [
     "LabelSmoothingLoss",
     "entropy",
@@ -52,9 +54,7 @@ def _kept_targets(target: Tensor, ignore_index: int | None, num_classes: int
     keep = torch.ones_like(target, dtype=torch.bool) if ignore_index is None \
         else target != ignore_index
     safe_target = torch.where(keep, target, torch.zeros_like(target))  # any valid id at pads
-    if safe_target.numel() and (safe_target.min() < 0 or safe_target.max() >= num_classes):
-        raise ValueError(f"target ids must lie in [0, {num_classes}), got "
-                         f"{int(safe_target.min())}..{int(safe_target.max())}")
+    check_token_ids(safe_target, num_classes, "target ids")
     return keep, safe_target
 
 

@@ -19,6 +19,7 @@ __all__ = [
     "combine_masks",
     "check_mask",
     "check_special_ids",
+    "check_token_ids",
 ]
 
 
@@ -98,3 +99,25 @@ def check_mask(mask: Tensor, scores_shape: tuple[int, ...] | torch.Size) -> None
             f"mask of shape {tuple(mask.shape)} does not broadcast to the attention scores "
             f"{shape} (expected something like (B, 1, T_q or 1, T_k))"
         )
+
+
+def check_token_ids(tokens: Tensor, size: int, what: str = "token ids") -> None:
+    """Raise ValueError unless every id of ``tokens`` lies in [0, size).
+
+    The check reads the ids' range back to the host, which on a GPU would wait for every
+    queued kernel, at every forward. So it runs on CPU tensors only; on CUDA the same condition
+    is a device-side assertion (``torch._assert_async``) that never stops the host; on other
+    devices the indexing op reports bad ids itself.
+    """
+    if not tokens.numel():
+        return
+    if tokens.device.type == "cpu":
+        _check_ids_on_host(tokens, size, what)
+    elif tokens.device.type == "cuda":
+        torch._assert_async(((tokens >= 0) & (tokens < size)).all())
+
+
+def _check_ids_on_host(tokens: Tensor, size: int, what: str) -> None:
+    low, high = torch.aminmax(tokens)
+    if low < 0 or high >= size:
+        raise ValueError(f"{what} must lie in [0, {size}), got {int(low)}..{int(high)}")

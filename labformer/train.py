@@ -45,6 +45,7 @@ __all__ = [
 ]
 
 CHECKPOINT_FORMAT = "labformer-checkpoint-1"
+LOG_EVERY = 50  # optimiser steps between two loss values on the progress bar
 
 
 @dataclass(frozen=True)
@@ -315,6 +316,27 @@ def _reason(error: Exception) -> str:
     return lines[0] if lines else "no message"
 
 
+def _token_mean(logits: torch.Tensor, tgt_out: torch.Tensor, smoothing: float, pad_id: int,
+                world: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(loss to differentiate, loss to log): the mean over every real token of the step.
+
+    Under DDP each rank sums its own tokens' losses and divides by the token count of the
+    whole global batch (an all-reduce), times world_size because DDP averages the gradients:
+    a rank with few tokens weighs as many tokens as it has, not 1/world_size of the step.
+    The logged value is the same mean, all-reduced, so every rank logs the global loss.
+    """
+    loss_sum = label_smoothed_cross_entropy(logits, tgt_out, smoothing=smoothing,
+                                            ignore_index=pad_id, reduction="sum")
+    tokens = (tgt_out != pad_id).sum().clamp(min=1)  # as the "mean" reduction counts them
+    if world == 1:
+        loss = loss_sum / tokens
+        return loss, loss.detach()
+    summed = torch.stack([loss_sum.detach().float(), tokens.float()])
+    dist.all_reduce(summed)  # [sum of every rank's token losses, every rank's tokens]
+    total_tokens = summed[1].clamp(min=1)
+    return loss_sum * world / total_tokens, summed[0] / total_tokens
+
+
 def _epoch_order(num_batches: int, seed: int, epoch: int) -> list[int]:
     # The order depends only on (seed, epoch), so a resumed run sees the same batches.
     g = torch.Generator().manual_seed(seed * 100_003 + epoch)
@@ -406,28 +428,32 @@ def train(
         # Off a terminal (a notebook, a log file) every redraw is kept: redraw rarely there.
         bar = tqdm(order, desc=f"epoch {epoch + 1}/{epochs}", disable=not show,
                    leave=False, unit="batch", mininterval=0.1 if tty else 15.0, ncols=80)
-        total, started = 0.0, time.perf_counter()
-        for i in bar:
+        started = time.perf_counter()
+        # Per-step values stay on the device and are read once per epoch (and for the bar
+        # every LOG_EVERY steps): a read per step would make the host wait for the GPU.
+        losses: list[torch.Tensor] = []
+        norms: list[torch.Tensor] = []
+        for n, i in enumerate(bar, start=1):
             b = batches[i]
             src, tgt_in, tgt_out = b.src.to(device), b.tgt_in.to(device), b.tgt_out.to(device)
             logits = net(src, tgt_in)  # (B, T, V)
-            loss = label_smoothed_cross_entropy(
-                logits, tgt_out, smoothing=config.label_smoothing, ignore_index=pad_id
-            )
+            loss, logged = _token_mean(logits, tgt_out, config.label_smoothing, pad_id, world)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             # With max_norm = inf the gradients are only measured (scaled by exactly 1).
             norm = nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm or math.inf)
-            history.step_grad_norm.append(float(norm))
+            norms.append(norm.detach())
             history.step_lr.append(optimizer.param_groups[0]["lr"])
             optimizer.step()
             scheduler.step()
-            value = loss.item()
-            history.step_loss.append(value)
-            total += value
-            bar.set_postfix(loss=f"{value:.3f}", refresh=False)
+            losses.append(logged)
+            if show and n % LOG_EVERY == 0:
+                bar.set_postfix(loss=f"{logged.item():.3f}", refresh=False)
         bar.close()
-        history.epoch_loss.append(total / steps)
+        step_losses = torch.stack(losses).tolist()
+        history.step_grad_norm.extend(torch.stack(norms).tolist())
+        history.step_loss.extend(step_losses)
+        history.epoch_loss.append(sum(step_losses) / steps)
         due = (epoch + 1) % valid_every == 0 or epoch + 1 == epochs
         if valid_fn is not None and rank == 0 and due:
             model.eval()

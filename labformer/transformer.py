@@ -15,7 +15,7 @@ import torch
 from torch import Tensor, nn
 
 from .layers import DecoderLayer, EncoderLayer
-from .masks import causal_mask, check_special_ids, padding_mask
+from .masks import causal_mask, check_special_ids, check_token_ids, padding_mask
 from .multihead import KVCache
 from .positional import (
     LearnedPositionalEncoding,
@@ -262,9 +262,7 @@ class Transformer(nn.Module):
         if tokens.dim() != 2 or tokens.is_floating_point():
             raise ValueError(f"expected integer token ids (B, T), got {tokens.dtype} "
                              f"{tuple(tokens.shape)}")
-        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= table.num_embeddings):
-            raise ValueError(f"token ids must lie in [0, {table.num_embeddings}), got "
-                             f"{int(tokens.min())}..{int(tokens.max())}")
+        check_token_ids(tokens, table.num_embeddings)
         x = table(tokens) * math.sqrt(self.config.d_model)  # (B, T, d_model)
         return self.positions(x, offset)
 

@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+import torch
+
 from bench.__main__ import main
 from bench.suite import Row, to_markdown
 
@@ -40,3 +42,16 @@ def test_each_row_states_its_own_unit():
     assert not hasattr(rate, "ours_ms")  # a rate is not a time
     results = (Path(__file__).parents[1] / "bench" / "results.md").read_text()
     assert table.splitlines()[2] in results  # the committed table has the same header
+
+
+def test_no_host_read_per_step_on_a_gpu_path():
+    # python -m bench.syncs: labformer's own reads of tensors back to the host. Training reads
+    # its losses and norms once per epoch, beam search one (B, K, 4) tensor per step.
+    from bench.syncs import beam_step_reads, count_host_reads, training_step_reads
+
+    assert training_step_reads("cpu") < 1
+    assert beam_step_reads("cpu") <= 1
+    x = torch.ones(2)
+    with count_host_reads() as seen:
+        x.tolist()  # a read from outside labformer is not counted
+    assert seen == {}

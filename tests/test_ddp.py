@@ -89,8 +89,8 @@ def test_two_cpu_processes_stay_in_sync_and_learn(runs):
     assert len(r0["steps"]) == len(r1["steps"]) == EPOCHS * 4  # 8 batches shared by 2 ranks
     for name, p in r0["state"].items():
         assert torch.equal(p, r1["state"][name]), name  # identical replicas after training
-    for r in (r0, r1):
-        assert r["loss"][-1] < 0.9 * r["loss"][0]  # each rank's share of the loss falls
+    assert r0["steps"] == pytest.approx(r1["steps"], abs=1e-6)  # both log the global loss
+    assert r0["loss"][-1] < 0.9 * r0["loss"][0]
     assert r0["valid"] == [42.0] * EPOCHS and r1["valid"] == []  # validation on rank 0 only
     ck = torch.load(runs / "straight.pt", weights_only=True)  # written once, by rank 0
     assert ck["epoch"] == EPOCHS - 1 and len(ck["per_rank"]) == 2
@@ -129,3 +129,46 @@ def test_a_failure_on_rank_0_ends_every_rank_with_one_line(tmp_path):
     # no traceback from labformer's own processes (torchrun adds its own summary)
     assert 'File "' + str(ROOT / "labformer") not in run.stderr, run.stderr[-3000:]
     assert not out.exists()
+
+
+def test_each_token_weighs_the_same_whatever_its_rank(monkeypatch):
+    # Two ranks simulated in one process: rank 1 has few real tokens. DDP averages the ranks'
+    # gradients; with token sums and the all-reduced token count, that average is the
+    # gradient of the mean over every real token of the global batch, as on one process.
+    from labformer import train as train_mod
+    from labformer.loss import label_smoothed_cross_entropy
+
+    g = torch.Generator().manual_seed(0)
+    w = torch.randn(5, 7, generator=g, requires_grad=True)  # logits = x @ w
+    xs = [torch.randn(2, 6, 5, generator=g) for _ in range(2)]
+    ts = [torch.randint(1, 7, (2, 6), generator=g) for _ in range(2)]
+    ts[1][:, 1:] = 0  # rank 1: two real tokens, the rest padding
+    whole = label_smoothed_cross_entropy(torch.cat(xs) @ w, torch.cat(ts), 0.1, ignore_index=0)
+    (want,) = torch.autograd.grad(whole, w)
+    sums = [torch.stack([label_smoothed_cross_entropy(x @ w, t, 0.1, 0, "sum").detach(),
+                         (t != 0).sum().float()]) for x, t in zip(xs, ts, strict=True)]
+    grads, logged = [], []
+    for rank in (0, 1):
+        monkeypatch.setattr(train_mod.dist, "all_reduce",
+                            lambda tensor, other=sums[1 - rank]: tensor.add_(other))
+        loss, log = train_mod._token_mean(xs[rank] @ w, ts[rank], 0.1, 0, world=2)
+        grads.append(torch.autograd.grad(loss, w)[0])
+        logged.append(log)
+    torch.testing.assert_close((grads[0] + grads[1]) / 2, want)
+    for log in logged:  # every rank logs the loss of the whole step
+        torch.testing.assert_close(log, whole.detach())
+    # Per-rank means (the rule this replaces) would give rank 1's two tokens half the weight.
+    per_rank = [torch.autograd.grad(label_smoothed_cross_entropy(x @ w, t, 0.1, 0), w)[0]
+                for x, t in zip(xs, ts, strict=True)]
+    assert not torch.allclose((per_rank[0] + per_rank[1]) / 2, want, atol=1e-3)
+
+
+def test_one_process_loss_is_the_token_mean():
+    from labformer import train as train_mod
+    from labformer.loss import label_smoothed_cross_entropy
+
+    g = torch.Generator().manual_seed(1)
+    logits, target = torch.randn(3, 4, 9, generator=g), torch.randint(0, 9, (3, 4), generator=g)
+    loss, logged = train_mod._token_mean(logits, target, 0.1, 0, world=1)
+    assert torch.equal(loss, label_smoothed_cross_entropy(logits, target, 0.1, ignore_index=0))
+    assert torch.equal(logged, loss)

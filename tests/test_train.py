@@ -91,8 +91,33 @@ def test_pick_device(monkeypatch):
 
 
 def test_setup_distributed_single_process(monkeypatch):
-    monkeypatch.delenv("WORLD_SIZE", raising=False)
-    assert setup_distributed() == (0, 1)
+    joined = []
+    monkeypatch.setattr(train_mod.dist, "init_process_group",
+                        lambda backend: joined.append(backend))
+    for world in (None, "1"):  # no torchrun, or torchrun with one process: no group joined
+        if world is None:
+            monkeypatch.delenv("WORLD_SIZE", raising=False)
+        else:
+            monkeypatch.setenv("WORLD_SIZE", world)
+        assert setup_distributed() == (0, 1)
+    assert joined == [] and not train_mod.dist.is_initialized()
+
+
+@pytest.mark.parametrize("cuda", [False, True])
+def test_setup_distributed_joins_the_group_under_torchrun(monkeypatch, cuda):
+    joined, devices = [], []
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    monkeypatch.setattr(torch.cuda, "set_device", devices.append)
+    monkeypatch.setattr(train_mod.dist, "init_process_group",
+                        lambda backend: joined.append(backend))
+    monkeypatch.setattr(train_mod.dist, "is_initialized", lambda: bool(joined))
+    monkeypatch.setattr(train_mod.dist, "get_rank", lambda: 1)
+    monkeypatch.setattr(train_mod.dist, "get_world_size", lambda: 2)
+    assert setup_distributed() == (1, 2)
+    # NCCL runs collectives on the current GPU: each process selects its own first.
+    assert joined == (["nccl"] if cuda else ["gloo"]) and devices == ([1] if cuda else [])
 
 
 # --------------------------------------------------------------------------- checkpoints
