@@ -11,14 +11,15 @@ LABFORMER_HASH = $(shell find labformer -type f -not -path '*/__pycache__/*' | L
 # The executed outputs also depend on the seed and on the CPU kernels the chapters run with.
 BOOK_KEY = $(LABFORMER_HASH) seed=$(LABFORMER_SEED) cpu=$(ATEN_CPU_CAPABILITY)
 
-.PHONY: help venv book test lint test-robust test-notebooks lab bench browser clean
+.PHONY: help venv book translations test lint test-robust test-notebooks lab bench browser clean
 
 help:
-	@echo "make book   build the HTML book into _build/html"
+	@echo "make book   build the HTML book into _build/html (English) and _build/html/zh (中文)"
 	@echo "make test   lint, the book (every notebook executed), unit tests, the book in a browser"
 	@echo "make test-notebooks  every notebook under nbval, with LABFORMER_SEED / ATEN_CPU_CAPABILITY"
 	@echo "make test-robust     every notebook under nbval for several seeds and CPU kernel settings"
 	@echo "make lab    open the chapters in JupyterLab"
+	@echo "make translations  update the Chinese catalogues after an English change"
 	@echo "make bench  benchmarks against PyTorch's own modules (writes bench/results.md)"
 
 $(STAMP): requirements.txt pyproject.toml
@@ -46,7 +47,28 @@ book: venv
 	  rm -rf _build/html _build/.doctrees; \
 	  echo "make book: the build failed (errors above); _build/html was removed." >&2; \
 	  exit 1; fi
-	@echo "Open $(CURDIR)/_build/html/index.html in a browser."
+	@echo "Building the Chinese edition (book/locales/zh_CN; notebooks come from the cache) ..."
+	@$(PY) book/_ext/editions.py config zh_CN >/dev/null
+	@if ! TQDM_DISABLE=1 $(VENV)/bin/jupyter-book build . --config _build/_config.zh_CN.yml \
+	     --path-output _build/zh -W -n --keep-going; then \
+	  rm -rf _build/html _build/.doctrees _build/zh; \
+	  echo "make book: the Chinese edition failed (errors above); _build/html was removed." >&2; \
+	  exit 1; fi
+	@rm -rf _build/html/zh && cp -r _build/zh/_build/html _build/html/zh
+	@echo "Open $(CURDIR)/_build/html/index.html in a browser (中文: _build/html/zh/index.html)."
+
+# After a change to the English prose: extract its messages and update the Chinese catalogues
+# (book/locales/zh_CN/LC_MESSAGES/book/*.po), then list what needs translating. Code cells are
+# not extracted: both editions show the same code and outputs.
+translations: venv
+	@$(PY) book/_ext/editions.py config gettext >/dev/null
+	@rm -rf _build/gettext-src
+	@$(VENV)/bin/jupyter-book build . --config _build/_config.gettext.yml --builder custom \
+	  --custom-builder gettext --path-output _build/gettext-src -q 2>/dev/null
+	@$(VENV)/bin/sphinx-intl update -p _build/gettext-src/_build/gettext -l zh_CN \
+	  -d book/locales -w 0 | grep -v "Not Changed" || true
+	@$(PY) book/_ext/translations.py || echo "make translations: translate the messages above" \
+	  "(python book/_ext/translations.py export|import PAGE), then run make book."
 
 # Debian's Chromium drives the browser test (tests/test_book_html.py), with a CJK font so the
 # glossary's Chinese terms render in the screenshots. Installs what is missing (root or sudo).

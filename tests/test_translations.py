@@ -1,0 +1,126 @@
+"""The Chinese edition's catalogues: complete, current, faithful to the markup, one terminology.
+
+The catalogues (book/locales/zh_CN/LC_MESSAGES/book/*.po) hold the Chinese of every message
+that Sphinx extracts from the English pages. A change to the English prose that lands without
+its translation fails here, naming the page and the messages (`make translations` updates the
+catalogues; book/_ext/translations.py exports and imports a page's messages).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from babel.messages.pofile import read_po
+
+ROOT = Path(__file__).resolve().parents[1]
+_SPEC = importlib.util.spec_from_file_location("translations",
+                                               ROOT / "book" / "_ext" / "translations.py")
+assert _SPEC and _SPEC.loader
+translations = importlib.util.module_from_spec(_SPEC)
+sys.modules["translations"] = translations
+_SPEC.loader.exec_module(translations)
+
+CATALOGUES = translations.CATALOGUES
+PAGES = sorted(p.stem for p in CATALOGUES.glob("*.po"))
+
+
+def _messages(path: Path) -> dict[str, str]:
+    with path.open("rb") as handle:
+        return {str(m.id): str(m.string or "") for m in read_po(handle) if m.id}
+
+
+def test_every_page_of_the_book_has_a_catalogue() -> None:
+    chapters = sorted(p.stem for p in (ROOT / "book").glob("*.ipynb"))
+    pages = sorted(p.stem for p in (ROOT / "book").glob("*.md"))
+    assert PAGES == sorted(chapters + pages)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_catalogue_is_complete_faithful_and_uses_the_glossary(page: str) -> None:
+    """No untranslated or fuzzy message, markup kept, glossary terms, no known mistranslation."""
+    report = translations.check_catalogue(CATALOGUES / f"{page}.po")
+    assert not report.problems, (
+        f"book/locales/zh_CN/LC_MESSAGES/book/{page}.po has {len(report.problems)} problem(s):\n"
+        + "\n".join(report.problems))
+
+
+def test_catalogues_hold_the_current_english_text(tmp_path: Path) -> None:
+    """Extract the English messages now: each must be in its page's catalogue, translated."""
+    config = subprocess.run([sys.executable, "book/_ext/editions.py", "config", "gettext"],
+                            cwd=ROOT, capture_output=True, text=True, check=True)
+    jupyter_book = shutil.which("jupyter-book", path=str(Path(sys.executable).parent))
+    assert jupyter_book, "jupyter-book is not installed beside this Python"
+    result = subprocess.run(
+        [jupyter_book, "build", str(ROOT), "--config", config.stdout.strip(), "--builder",
+         "custom", "--custom-builder", "gettext", "--path-output", str(tmp_path), "-q"],
+        cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    templates = sorted((tmp_path / "_build" / "gettext" / "book").glob("*.pot"))
+    assert [p.stem for p in templates] == PAGES
+    stale = []
+    for template in templates:
+        have = _messages(CATALOGUES / f"{template.stem}.po")
+        missing = [m for m in _messages(template) if not have.get(m, "").strip()]
+        stale += [f"{template.stem}: {m[:80]!r}" for m in missing]
+    assert not stale, (f"{len(stale)} English message(s) have no Chinese translation; run "
+                       "`make translations` and translate them:\n" + "\n".join(stale[:40]))
+
+
+# ----------------------------------------------------------------------------- the checker bites
+
+def test_markup_keeps_glue_citations_targets_formulas_and_code() -> None:
+    english = ("At $d_k = 64$ the loss is {glue:text}`ch3_loss:.2f` {cite}`vaswani2017attention`,"
+               " see {numref}`fig-a` and {term}`heads <head>`; call `attend(q, k, v)`.")
+    good = ("在 $d_k = 64$ 时损失为 {glue:text}`ch3_loss:.2f` {cite}`vaswani2017attention`，"
+            "见{numref}`fig-a`和{term}`注意力头 <head>`；调用 `attend(q, k, v)`。")
+    assert translations.markup(english) == translations.markup(good)
+    for broken in (good.replace(":.2f", ":.3f"), good.replace("$d_k = 64$", "$d_k=64$"),
+                   good.replace("<head>", "<heads>"), good.replace("`attend(q, k, v)`", "attend"),
+                   good.replace("{cite}`vaswani2017attention`", "")):
+        assert translations.markup(english) != translations.markup(broken)
+
+
+def _catalogue(tmp_path: Path, pairs: list[tuple[str, str]], fuzzy: bool = False) -> Path:
+    lines = ['msgid ""', 'msgstr ""', '"Content-Type: text/plain; charset=UTF-8\\n"', ""]
+    for msgid, msgstr in pairs:
+        if fuzzy:
+            lines.append("#, fuzzy")
+        lines += [f'msgid "{msgid}"', f'msgstr "{msgstr}"', ""]
+    path = tmp_path / "page.po"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
+
+
+def test_checker_finds_each_kind_of_problem(tmp_path: Path) -> None:
+    terms = translations.glossary_terms()
+    english = "Beam search keeps the best few partial outputs at every step."
+    ok = _catalogue(tmp_path, [(english, "束搜索在每一步保留最好的几个部分输出。")])
+    assert translations.check_catalogue(ok, terms).problems == []
+    cases = {
+        "untranslated": [(english, "")],
+        "fuzzy": [(english, "束搜索在每一步保留最好的几个部分输出。")],
+        "no Chinese": [(english, "Beam search keeps the best outputs.")],
+        "terminology": [(english, "定向搜索在每一步保留最好的几个部分输出。")],
+        "'变压器'": [("The Transformer model is an encoder-decoder.",
+                      "变压器是一种编码器-解码器。")],
+        "markup changed": [("Its loss is {glue:text}`x:.2f` here.", "损失为 x。")],
+    }
+    for kind, pairs in cases.items():
+        problems = translations.check_catalogue(
+            _catalogue(tmp_path, pairs, fuzzy=kind == "fuzzy"), terms).problems
+        assert any(kind in p for p in problems), (kind, problems)
+
+
+def test_glossary_gives_the_terms_of_record() -> None:
+    terms = {name: term.chinese for term in translations.glossary_terms()
+             for name in term.english}
+    assert terms["self-attention"][0] == "自注意力"
+    assert terms["logits"][0] == "logits" and "未归一化的对数概率" in terms["logits"]
+    assert terms["greedy decoding"][0] == "贪心解码"
+    assert terms["warm-up"][0] == "学习率预热"
+    assert terms["Transformer"][0] == "Transformer"
