@@ -236,15 +236,19 @@ def test_train_and_evaluate_on_a_pairs_file(capsys, tmp_path, corpus):
                          "1", "--batch-size", "30", "--device", "cpu", "--quiet",
                          "--min-pairs", "1")
     assert code == 3 and "learned nothing useful" in err, err
-    assert load_checkpoint(ck)["corpus"] == {"pairs_file": str(pairs.resolve()),
-                                             "columns": [0, 1]}
+    corpus_entry = load_checkpoint(ck)["corpus"]
+    assert {k: corpus_entry[k] for k in ("pairs_file", "columns")} == {
+        "pairs_file": str(pairs.resolve()), "columns": [0, 1]}
+    assert len(corpus_entry["valid"]) == 3  # 5 % of 60: the split is in the checkpoint
     code, out, err = run(capsys, "evaluate", "--checkpoint", str(ck), "--pairs", str(pairs),
                          "--limit", "5")
     assert code == 0, err
     assert out.startswith(f"{pairs}, 5 pairs, greedy: BLEU")
-    # without --pairs, there is no split to regenerate
+    # without --pairs, there is no split to regenerate, but its held-out pairs are stored
     code, out, err = run(capsys, "evaluate", "--checkpoint", str(ck))
-    assert code == 1 and "pass --pairs FILE" in err
+    assert code == 1 and "pass --pairs FILE" in err and "--split valid" in err
+    code, out, err = run(capsys, "evaluate", "--checkpoint", str(ck), "--split", "valid")
+    assert code == 0 and out.startswith(f"held-out pairs of {pairs.resolve()}, 3 pairs"), err
 
 
 @pytest.mark.parametrize("content, match", [
@@ -292,9 +296,9 @@ def test_train_reports_a_missing_pairs_file_and_a_bad_device(capsys, tmp_path):
 
 def test_translate_prints_one_line_per_sentence(capsys, checkpoint, translator):
     code, out, err = run(capsys, "translate", "--checkpoint", str(checkpoint),
-                         "je suis étudiant", "le chat dort.")
+                         "je suis étudiant.", "le chat dort.")
     assert code == 0 and err == ""
-    assert out.splitlines() == translator.translate(["je suis étudiant", "le chat dort."])
+    assert out.splitlines() == translator.translate(["je suis étudiant.", "le chat dort."])
     code, out, err = run(capsys, "translate", "--checkpoint", str(checkpoint), "--beam", "2",
                          "je suis étudiant")
     assert code == 0 and len(out.splitlines()) == 1
@@ -309,11 +313,12 @@ def test_translate_warns_about_unknown_words(capsys, checkpoint):
 @pytest.mark.parametrize("sentence, match", [
     ("", "sentence 1 is empty"),
     ("   ", "is empty"),
-    (" ".join(["chat"] * 50), "50 tokens, but this model reads at most 39"),
+    (" ".join(["chat"] * 50), "sentence 1 has 50 tokens, but this model reads at most 39"),
 ])
 def test_translate_rejects_bad_input(capsys, checkpoint, sentence, match):
     code, out, err = run(capsys, "translate", "--checkpoint", str(checkpoint), sentence)
-    assert code == 1 and out == "" and match in err and "Traceback" not in err
+    # an empty argument is refused; an over-long one is an empty output line and a warning
+    assert code == 1 and out.strip() == "" and match in err and "Traceback" not in err
 
 
 def test_missing_or_corrupt_checkpoint(capsys, tmp_path):
@@ -482,12 +487,12 @@ def test_unusable_devices_are_one_line(capsys, tmp_path, checkpoint, device, mat
 def test_translate_reads_standard_input(capsys, monkeypatch, checkpoint, translator):
     import io
 
-    monkeypatch.setattr(sys, "stdin", io.StringIO("je suis étudiant\n\nle chat dort.\n"))
+    monkeypatch.setattr(sys, "stdin", io.StringIO("je suis étudiant.\n\nle chat dort.\n"))
     code, out, err = run(capsys, "translate", "--checkpoint", str(checkpoint))
     assert code == 0
-    expected = translator.translate(["je suis étudiant", "le chat dort."])
+    expected = translator.translate(["je suis étudiant.", "le chat dort."])
     assert out.split("\n")[:3] == [expected[0], "", expected[1]]
-    monkeypatch.setattr(sys, "stdin", io.StringIO("je suis étudiant\n"))
+    monkeypatch.setattr(sys, "stdin", io.StringIO("je suis étudiant.\n"))
     code, out, _ = run(capsys, "translate", "--checkpoint", str(checkpoint), "-")
     assert code == 0 and out.splitlines() == expected[:1]
 

@@ -19,7 +19,17 @@ from typing import NamedTuple
 
 from labformer.data.text import SentencePair
 
-__all__ = ["PairLine", "guess_language", "load_pairs", "read_pairs", "save_pairs"]
+__all__ = ["PairLine", "dedupe_pairs", "guess_language", "is_header", "load_pairs", "read_pairs",
+           "save_pairs"]
+
+# Column titles a header line holds ("French<TAB>English", "source<TAB>target"), lower-case.
+HEADER_WORDS = frozenset(
+    "source target src tgt text sentence translation original fr en fra eng french english "
+    "français francais anglais german deutsch spanish español italian de es it".split())
+# The first bytes of files that are not text: a zip archive (a PyTorch / labformer
+# checkpoint), gzip, a PyTorch legacy pickle.
+_BINARY_MAGIC = {b"PK\x03\x04": "a zip archive (a PyTorch or labformer checkpoint?)",
+                 b"\x1f\x8b": "a gzip archive", b"\x80\x02": "a Python pickle"}
 
 
 class PairLine(NamedTuple):
@@ -30,13 +40,20 @@ class PairLine(NamedTuple):
     tgt: str
 
 
-def read_pairs(path: str | os.PathLike[str], src_col: int = 0, tgt_col: int = 1
-               ) -> list[PairLine]:
+def is_header(src: str, tgt: str) -> bool:
+    """Whether a first line's two columns are titles (``French<TAB>English``), not a pair."""
+    return all(side.strip().lower() in HEADER_WORDS for side in (src, tgt))
+
+
+def read_pairs(path: str | os.PathLike[str], src_col: int = 0, tgt_col: int = 1,
+               notes: list[str] | None = None) -> list[PairLine]:
     """Sentence pairs, with their line numbers, from a UTF-8 file of tab-separated columns.
 
     Extra columns (an attribution, say) are ignored and blank lines skipped. A line with too
     few columns or an empty side raises ``ValueError`` naming the file and 1-based line; so
-    does a column that holds only numbers (the ids of a Tatoeba export, read as sentences).
+    does a column that holds only numbers (the ids of a Tatoeba export, read as sentences),
+    and a binary file (a checkpoint given by mistake). A first line of column titles
+    (``French<TAB>English``) is skipped, with a note appended to ``notes``.
     """
     if min(src_col, tgt_col) < 0 or src_col == tgt_col:
         raise ValueError(f"src_col and tgt_col must be distinct and >= 0, got {src_col}, "
@@ -48,6 +65,11 @@ def read_pairs(path: str | os.PathLike[str], src_col: int = 0, tgt_col: int = 1
         raise FileNotFoundError(f"pairs file not found: {path}") from None
     except IsADirectoryError:
         raise IsADirectoryError(f"pairs path is a directory, not a file: {path}") from None
+    for magic, what in _BINARY_MAGIC.items():
+        if raw.startswith(magic):
+            raise ValueError(f"{path} is {what}, not a text file of sentence pairs")
+    if b"\x00" in raw[:4096]:
+        raise ValueError(f"{path} is a binary file, not a text file of sentence pairs")
     pairs: list[PairLine] = []
     needed = max(src_col, tgt_col) + 1
     for number, line_bytes in enumerate(raw.splitlines(), start=1):
@@ -68,6 +90,11 @@ def read_pairs(path: str | os.PathLike[str], src_col: int = 0, tgt_col: int = 1
         if not src or not tgt:
             side = "source" if not src else "target"
             raise ValueError(f"{path}:{number}: empty {side} sentence: {line[:60]!r}")
+        if not pairs and is_header(src, tgt):
+            if notes is not None:
+                notes.append(f"{path}:{number}: skipped a header line "
+                             f"({src!r}, {tgt!r} are column titles, not a pair)")
+            continue
         pairs.append(PairLine(number, src, tgt))
     for col, side in ((src_col, "source"), (tgt_col, "target")):
         texts = [p.src if side == "source" else p.tgt for p in pairs]
@@ -76,6 +103,17 @@ def read_pairs(path: str | os.PathLike[str], src_col: int = 0, tgt_col: int = 1
                              f"sentences; a Tatoeba export is id<TAB>text<TAB>id<TAB>text: "
                              f"read columns 2 and 4")
     return pairs
+
+
+def dedupe_pairs(pairs: Sequence[PairLine]) -> tuple[list[PairLine], int]:
+    """The pairs without repeats (the first of each kept, in order), and how many went."""
+    seen: set[tuple[str, str]] = set()
+    kept = []
+    for p in pairs:
+        if (p.src, p.tgt) not in seen:
+            seen.add((p.src, p.tgt))
+            kept.append(p)
+    return kept, len(pairs) - len(kept)
 
 
 def load_pairs(path: str | os.PathLike[str], src_col: int = 0, tgt_col: int = 1
