@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .masks import check_token_ids
+from .special import PAD_ID
 
 __all__ = [
     "LabelSmoothingLoss",
@@ -67,7 +68,7 @@ def label_smoothed_cross_entropy(
     logits: Tensor,
     target: Tensor,
     smoothing: float = 0.0,
-    ignore_index: int | None = 0,
+    ignore_index: int | None = PAD_ID,
     reduction: str = "mean",
 ) -> Tensor:
     """Cross-entropy against label-smoothed targets; logits (..., V), target (...) -> loss.
@@ -102,7 +103,7 @@ def label_smoothed_cross_entropy(
 class LabelSmoothingLoss(nn.Module):
     """Module form of :func:`label_smoothed_cross_entropy`: (logits (..., V), target (...))."""
 
-    def __init__(self, smoothing: float = 0.1, ignore_index: int | None = 0,
+    def __init__(self, smoothing: float = 0.1, ignore_index: int | None = PAD_ID,
                  reduction: str = "mean") -> None:
         super().__init__()
         _check_smoothing(smoothing)
@@ -122,7 +123,8 @@ class LabelSmoothingLoss(nn.Module):
 
 
 def smoothed_targets(
-    target: Tensor, num_classes: int, smoothing: float = 0.0, ignore_index: int | None = 0
+    target: Tensor, num_classes: int, smoothing: float = 0.0,
+    ignore_index: int | None = PAD_ID,
 ) -> Tensor:
     """The target distribution p: target (...) ids -> (..., num_classes); rows sum to 1.
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from .special import PAD_ID
+
 __all__ = [
     "causal_mask",
     "padding_mask",
@@ -30,7 +32,7 @@ def causal_mask(size: int, device: torch.device | str | None = None) -> Tensor:
     return torch.ones(size, size, dtype=torch.bool, device=device).tril()
 
 
-def padding_mask(tokens: Tensor, pad_id: int = 0) -> Tensor:
+def padding_mask(tokens: Tensor, pad_id: int = PAD_ID) -> Tensor:
     """(B, 1, 1, T) mask that is True on the real (non-padding) tokens of ``tokens`` (B, T)."""
     if tokens.dim() != 2:
         raise ValueError(

@@ -48,6 +48,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from .attention import AdditiveAttention, DotAttention, Scorer, attend
 from .masks import check_special_ids
+from .special import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
 __all__ = ["ATTENTION_KINDS", "EncoderOutput", "RNNConfig", "Seq2SeqRNN", "TeacherForcedRNN"]
 
@@ -103,7 +104,7 @@ class Seq2SeqRNN(nn.Module):
     """GRU encoder-decoder with pluggable attention: "none", "source", "additive" or "dot".
 
     forward(src (B, S), tgt_in (B, T)) -> logits (B, T, V), weights (B, T, S) or None.
-    The special ids default to labformer.data.Vocab's (PAD, BOS, EOS, UNK = 0, 1, 2, 3).
+    The special ids default to labformer.special's (every Vocab's PAD, BOS, EOS, UNK).
     """
 
     def __init__(
@@ -114,10 +115,10 @@ class Seq2SeqRNN(nn.Module):
         hidden_dim: int = 128,
         attention: str = "additive",
         max_len: int = 32,
-        pad_id: int = 0,
-        bos_id: int = 1,
-        eos_id: int = 2,
-        unk_id: int = 3,
+        pad_id: int = PAD_ID,
+        bos_id: int = BOS_ID,
+        eos_id: int = EOS_ID,
+        unk_id: int = UNK_ID,
     ) -> None:
         super().__init__()
         if attention not in ATTENTION_KINDS:

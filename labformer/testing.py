@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from .special import BOS_ID, EOS_ID, PAD_ID
+
 __all__ = ["PrefixTableModel", "TableConfig"]
 
 
@@ -20,9 +22,9 @@ class TableConfig:
     """The part of a model's configuration that decoding reads: sizes and special ids."""
 
     tgt_vocab_size: int  # ids 0 .. tgt_vocab_size - 1
-    pad_id: int = 0  # padding, never generated
-    bos_id: int = 1  # starts every output prefix, never generated
-    eos_id: int = 2  # ends an output
+    pad_id: int = PAD_ID  # padding, never generated
+    bos_id: int = BOS_ID  # starts every output prefix, never generated
+    eos_id: int = EOS_ID  # ends an output
 
 
 class _PrefixCache:
@@ -46,7 +48,7 @@ class PrefixTableModel(nn.Module):
     """
 
     def __init__(self, table: Mapping[tuple[int, ...], Mapping[int, float]], vocab_size: int,
-                 bos_id: int = 1, eos_id: int = 2, pad_id: int = 0) -> None:
+                 bos_id: int = BOS_ID, eos_id: int = EOS_ID, pad_id: int = PAD_ID) -> None:
         super().__init__()
         for prefix, dist in table.items():
             if any(not 0 <= i < vocab_size for i in dist) or abs(sum(dist.values()) - 1) > 1e-6:

@@ -23,6 +23,7 @@ from .positional import (
     PositionalEncoding,
     _Positions,
 )
+from .special import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
 __all__ = ["TransformerConfig", "Encoder", "Decoder", "DecoderCache", "Transformer"]
 
@@ -55,10 +56,10 @@ class TransformerConfig:
     tie_embeddings: str | bool = "none"
     # Special token ids, the same on both sides (labformer.data.Vocab's PAD, BOS, EOS, UNK).
     # Training, decoding and the model read them from here, never from defaults of their own.
-    pad_id: int = 0  # padding: masked out of attention and of the loss
-    bos_id: int = 1  # begin of sentence: the first decoder input
-    eos_id: int = 2  # end of sentence: decoding stops after it
-    unk_id: int = 3  # unknown word
+    pad_id: int = PAD_ID  # padding: masked out of attention and of the loss
+    bos_id: int = BOS_ID  # begin of sentence: the first decoder input
+    eos_id: int = EOS_ID  # end of sentence: decoding stops after it
+    unk_id: int = UNK_ID  # unknown word
     positional: str = "sinusoidal"  # "sinusoidal" (fixed table), "learned" or "none" (ablation)
     # Ablations: the paper's model has both True.
     scale_scores: bool = True  # False: attention scores q.k are not divided by sqrt(d_k)

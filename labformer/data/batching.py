@@ -10,12 +10,13 @@ import torch
 
 from labformer.data.text import SentencePair, tokenize
 from labformer.data.vocab import Vocab
+from labformer.special import BOS_ID, EOS_ID, PAD_ID
 
 IdPair = tuple[list[int], list[int]]
 
 
 class Batch(NamedTuple):
-    """One batch. ``tgt_in`` = BOS + target, ``tgt_out`` = target + EOS; PAD (0) fills."""
+    """One batch. ``tgt_in`` = BOS + target, ``tgt_out`` = target + EOS; PAD fills."""
 
     src: torch.Tensor  # (B, S) long
     tgt_in: torch.Tensor  # (B, T) long, starts with BOS
@@ -30,10 +31,10 @@ class Batch(NamedTuple):
     @property
     def num_tokens(self) -> int:
         """Number of real (non-PAD) target tokens, the denominator of a per-token loss."""
-        return int((self.tgt_out != Vocab.pad_id).sum())
+        return int((self.tgt_out != PAD_ID).sum())
 
 
-def pad_sequences(seqs: Sequence[Sequence[int]], pad_id: int = Vocab.pad_id) -> torch.Tensor:
+def pad_sequences(seqs: Sequence[Sequence[int]], pad_id: int = PAD_ID) -> torch.Tensor:
     """Stack id lists into a (B, max_len) long tensor, right-padded with ``pad_id``."""
     if not seqs:
         raise ValueError("pad_sequences needs at least one sequence")
@@ -58,11 +59,11 @@ def build_vocabs(pairs: Sequence[SentencePair], min_freq: int = 1) -> tuple[Voca
 def _teacher_forcing(tgt: Sequence[int], row: int) -> tuple[list[int], list[int]]:
     """(tgt_in, tgt_out) of one target: BOS y1..yn and y1..yn EOS."""
     tgt = list(tgt)
-    if tgt and tgt[0] == Vocab.bos_id:  # encoded with add_bos=True: drop it, we add our own
+    if tgt and tgt[0] == BOS_ID:  # encoded with add_bos=True: drop it, we add our own
         tgt = tgt[1:]
-    if not tgt or tgt[-1] != Vocab.eos_id:
-        raise ValueError(f"target {row} must end with EOS ({Vocab.eos_id}), got {tgt}")
-    return [Vocab.bos_id, *tgt[:-1]], tgt
+    if not tgt or tgt[-1] != EOS_ID:
+        raise ValueError(f"target {row} must end with EOS ({EOS_ID}), got {tgt}")
+    return [BOS_ID, *tgt[:-1]], tgt
 
 
 def make_batches(pairs_ids: Sequence[IdPair], batch_size: int, shuffle: bool = True,
@@ -101,7 +102,7 @@ def make_batches(pairs_ids: Sequence[IdPair], batch_size: int, shuffle: bool = T
 
 def padding_fraction(batches: Sequence[Batch]) -> float:
     """Share of PAD positions in all ``src`` and ``tgt_out`` tensors of ``batches``."""
-    pads = sum(int((b.src == Vocab.pad_id).sum() + (b.tgt_out == Vocab.pad_id).sum())
+    pads = sum(int((b.src == PAD_ID).sum() + (b.tgt_out == PAD_ID).sum())
                for b in batches)
     total = sum(b.src.numel() + b.tgt_out.numel() for b in batches)
     return pads / total if total else 0.0

@@ -6,13 +6,15 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-SPECIALS = ("<pad>", "<bos>", "<eos>", "<unk>")
+from labformer.special import BOS_ID, EOS_ID, PAD_ID, SPECIAL_TOKENS, UNK_ID
+
+SPECIALS = SPECIAL_TOKENS
 
 
 class Vocab:
     """Word vocabulary. Ids 0-3 are PAD, BOS, EOS, UNK; words follow by decreasing count."""
 
-    pad_id, bos_id, eos_id, unk_id = 0, 1, 2, 3
+    pad_id, bos_id, eos_id, unk_id = PAD_ID, BOS_ID, EOS_ID, UNK_ID
     pad, bos, eos, unk = SPECIALS
 
     def __init__(self, tokens: Sequence[str]) -> None:
