@@ -91,8 +91,15 @@ def markup(text: str) -> Counter[str]:
     return kept
 
 
+def is_formula(text: str) -> bool:
+    """A display formula's message (extracted without its $$): LaTeX, no inline maths."""
+    return "$" not in text and re.search(r"\\[A-Za-z]+", text) is not None
+
+
 def prose_words(text: str) -> int:
     """English words outside markup: a message with none needs no Chinese."""
+    if is_formula(text):
+        return 0
     rest = CODE.sub(" ", MATH.sub(" ", ROLE.sub(" ", text)))
     return len(re.findall(r"[A-Za-z]{2,}", rest))
 
@@ -139,6 +146,7 @@ def check_catalogue(path: Path, terms: list[Term] | None = None) -> Report:
         catalogue = read_po(handle)
     problems: list[str] = []
     english, chinese = [], []
+    names = {name for term in terms for name in term.english}
     for message in catalogue:
         if not message.id:
             continue
@@ -154,7 +162,12 @@ def check_catalogue(path: Path, terms: list[Term] | None = None) -> Report:
         if lost or added:
             problems.append(f"markup changed in {short!r}: lost {sorted(lost)} "
                             f"added {sorted(added)}")
-        if prose_words(msgid) >= 3 and not CJK.search(msgstr):
+        if is_formula(msgid) and msgstr != msgid:
+            problems.append(f"a display formula must stay as it is (its translation would be "
+                            f"read as reStructuredText): {short!r}")
+        elif msgstr == msgid and msgid in names:
+            pass  # a glossary entry's English term, shown as it is in both editions
+        elif prose_words(msgid) >= 3 and not CJK.search(msgstr):
             problems.append(f"no Chinese in {short!r}")
         for wrong, right in MISTRANSLATIONS.items():
             if wrong in msgstr:
