@@ -7,11 +7,8 @@ Chromium is a failure, because CI must not pass without having looked at the boo
 from __future__ import annotations
 
 import contextlib
-import functools
-import http.server
 import os
 import re
-import threading
 from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
@@ -31,6 +28,8 @@ CHROMIUM_ARGS = [
 ]
 # Generated pages that are not chapters: no screenshot, no per-page checks (search: own check).
 NOT_PAGES = {"genindex.html", "search.html", "index.html"}  # index.html only redirects
+# Other editions of the book live in subfolders of the English one (zh/: the Chinese edition).
+EDITIONS = {"zh"}
 REMOTE = re.compile(r"^\s*(?:[a-z][a-z0-9+.-]*:)?//", re.IGNORECASE)  # http://, https://, //
 CSS_URL = re.compile(r"""url\(\s*['"]?([^'")\s]+)|@import\s+['"]([^'"]+)""", re.IGNORECASE)
 MATHJAX_SCRIPT = re.compile(r'<script[^>]*\ssrc="[^"]*mathjax[^"]*\.js', re.IGNORECASE)
@@ -39,21 +38,17 @@ FETCHING_RELS = {"stylesheet", "preload", "modulepreload", "prefetch", "icon", "
                  "apple-touch-icon", "manifest", "preconnect", "dns-prefetch", "mask-icon"}
 
 
-@pytest.fixture(scope="module")
-def html_dir() -> Path:
-    """The built book; fail (do not skip) when it is missing."""
-    if not (HTML / "index.html").is_file():
-        pytest.fail(f"{HTML / 'index.html'} is missing: build the book first "
-                    "(`make book`, or `jupyter-book build . -W -n --keep-going`).",
-                    pytrace=False)
-    return HTML
-
-
 def book_pages(html_dir: Path) -> list[Path]:
-    """The content pages: every built .html except Sphinx's generated and vendored files."""
+    """The content pages of both editions (English, and Chinese under zh/): every built .html
+    except Sphinx's generated and vendored files."""
+
+    def in_edition(page: Path) -> tuple[str, ...]:
+        parts = page.relative_to(html_dir).parts
+        return parts[1:] if parts[0] in EDITIONS else parts
+
     pages = [p for p in sorted(html_dir.rglob("*.html"))
-             if p.relative_to(html_dir).parts[0] not in {"_static", "_sources", "_images"}
-             and p.relative_to(html_dir).as_posix() not in NOT_PAGES]
+             if in_edition(p)[0] not in {"_static", "_sources", "_images"}
+             and "/".join(in_edition(p)) not in NOT_PAGES]
     assert pages, f"no content pages found under {html_dir}"
     return pages
 
@@ -116,25 +111,6 @@ def test_book_loads_nothing_from_the_network(html_dir: Path) -> None:
 
 
 # --------------------------------------------------------------------------- browser
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (stdlib name)
-        pass
-
-
-@pytest.fixture(scope="module")
-def server(html_dir: Path) -> Iterator[str]:
-    """Serves _build/html on 127.0.0.1 at a free port; yields the base URL."""
-    handler = functools.partial(_QuietHandler, directory=str(html_dir))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-
 
 @contextlib.contextmanager
 def chromium() -> Iterator[object]:

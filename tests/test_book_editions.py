@@ -1,0 +1,255 @@
+"""The two editions of the built book: English in _build/html, Chinese in _build/html/zh.
+
+Both come from the same notebooks, executed once: the Chinese pages must have every page of
+the English book with the same figures (the same image files), be written in Chinese, carry
+`lang="zh-CN"`, and link to the same page in the other edition, both ways. In a browser the
+switch works, the Chinese text is set in a CJK font, no page scrolls sideways at 1280 px, and
+the Chinese search finds the self-attention chapter for 注意力. (Phone widths, dark mode and
+the explorers are checked on both editions by tests/test_book_html.py.)
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from test_book_html import (
+    SCREENSHOTS,
+    _report,
+    _watched_context,
+    book_pages,
+    chromium,
+)
+
+ZH = "zh"
+CJK = re.compile(r"[\u3400-\u9fff]")
+#: The share of a Chinese page's prose paragraphs that must be Chinese.
+MIN_CHINESE_SHARE = 0.85
+#: Fonts the Chinese pages may be set in on this machine (`make browser` installs WenQuanYi).
+CJK_FONTS = ("WenQuanYi Micro Hei", "Noto Sans CJK SC", "Source Han Sans SC")
+
+
+def editions(html_dir: Path) -> tuple[list[str], list[str]]:
+    """The content pages of each edition, as paths relative to the edition's root."""
+    pages = book_pages(html_dir)
+    english = [p.relative_to(html_dir).as_posix() for p in pages
+               if p.relative_to(html_dir).parts[0] != ZH]
+    chinese = [p.relative_to(html_dir / ZH).as_posix() for p in pages
+               if p.relative_to(html_dir).parts[0] == ZH]
+    return english, chinese
+
+
+class _PageText(HTMLParser):
+    """The article's prose paragraphs (not code, outputs or maths), images and switch links."""
+
+    SKIP = ("cell_output", "highlight", "cell_input", "math", "MathJax")
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.lang = ""
+        self.paragraphs: list[str] = []
+        self.images: list[str] = []
+        self.switch: list[str] = []
+        self._stack: list[tuple[str, bool]] = []
+        self._paragraph: list[str] | None = None
+        self._in_switch = False
+
+    def _skipping(self) -> bool:
+        return any(skip for _, skip in self._stack)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {k: v or "" for k, v in attrs}
+        if tag == "html":
+            self.lang = a.get("lang", "")
+        if tag in {"img", "br", "meta", "link", "input", "hr", "source"}:
+            if tag == "img" and "_images/" in a.get("src", ""):
+                self.images.append(a["src"].rsplit("_images/", 1)[1])
+            return
+        classes = a.get("class", "")
+        skip = tag in {"pre", "code", "script", "style"} or any(s in classes for s in self.SKIP)
+        self._stack.append((tag, skip))
+        if tag == "p" and "lf-language-switch" in classes:
+            self._in_switch = True
+        elif tag == "a" and self._in_switch:
+            self.switch.append(a.get("href", ""))
+        elif tag == "p" and not self._skipping() and self._paragraph is None:
+            self._paragraph = []
+
+    def handle_endtag(self, tag: str) -> None:
+        while self._stack:
+            open_tag, _ = self._stack.pop()
+            if open_tag == tag:
+                break
+        if tag == "p":
+            self._in_switch = False
+            if self._paragraph is not None:
+                self.paragraphs.append(" ".join("".join(self._paragraph).split()))
+                self._paragraph = None
+
+    def handle_data(self, data: str) -> None:
+        if self._paragraph is not None and not self._skipping():
+            self._paragraph.append(data)
+
+
+def read_page(path: Path) -> _PageText:
+    parser = _PageText()
+    parser.feed(path.read_text(encoding="utf-8"))
+    return parser
+
+
+def is_prose(paragraph: str) -> bool:
+    """A paragraph a translator writes: a few words of text, not a number or a formula."""
+    return len(re.findall(r"[A-Za-z]{2,}", paragraph)) + len(CJK.findall(paragraph)) // 2 >= 4
+
+
+# ----------------------------------------------------------------------------------- static
+
+def test_chinese_edition_has_every_page_with_the_same_figures(html_dir: Path) -> None:
+    english, chinese = editions(html_dir)
+    assert chinese, f"no Chinese edition under {html_dir / ZH}: `make book` builds it"
+    assert sorted(chinese) == sorted(english)
+    problems = []
+    for rel in english:
+        en, zh = read_page(html_dir / rel), read_page(html_dir / ZH / rel)
+        if en.images != zh.images:
+            problems.append(f"{rel}: figures differ: {en.images} vs {zh.images}")
+        for name in zh.images:
+            same = (html_dir / "_images" / name).read_bytes() == \
+                (html_dir / ZH / "_images" / name).read_bytes()
+            if not same:
+                problems.append(f"{rel}: {name} is not the English edition's image file")
+    assert not problems, "\n".join(problems)
+
+
+def test_chinese_pages_are_written_in_chinese(html_dir: Path) -> None:
+    _, chinese = editions(html_dir)
+    problems = []
+    for rel in chinese:
+        page = read_page(html_dir / ZH / rel)
+        if page.lang != "zh-CN":
+            problems.append(f"zh/{rel}: <html lang={page.lang!r}>, not zh-CN")
+        prose = [p for p in page.paragraphs if is_prose(p)]
+        english = [p for p in prose if not CJK.search(p)]
+        share = 1 - len(english) / max(1, len(prose))
+        if share < MIN_CHINESE_SHARE:
+            problems.append(f"zh/{rel}: {share:.0%} of {len(prose)} paragraphs are Chinese; "
+                            f"English ones: {[p[:60] for p in english[:5]]}")
+    assert not problems, "\n".join(problems)
+
+
+def test_english_pages_stay_english(html_dir: Path) -> None:
+    english, _ = editions(html_dir)
+    for rel in english:
+        page = read_page(html_dir / rel)
+        assert page.lang == "en", rel
+        chinese = [p for p in page.paragraphs if is_prose(p) and len(CJK.findall(p)) > 20]
+        assert len(chinese) <= 2, f"{rel}: Chinese paragraphs in the English book: {chinese}"
+
+
+def test_every_page_links_to_itself_in_the_other_edition(html_dir: Path) -> None:
+    english, _ = editions(html_dir)
+    problems = []
+    for rel in english:
+        for here, there in ((html_dir / rel, html_dir / ZH / rel),
+                            (html_dir / ZH / rel, html_dir / rel)):
+            links = read_page(here).switch
+            if len(links) != 1:
+                problems.append(f"{here.relative_to(html_dir)}: {len(links)} language links")
+            elif (here.parent / links[0]).resolve() != there.resolve():
+                problems.append(f"{here.relative_to(html_dir)}: the language link {links[0]} "
+                                f"does not lead to {there.relative_to(html_dir)}")
+    assert not problems, "\n".join(problems)
+
+
+# ----------------------------------------------------------------------------------- browser
+
+_FONT_JS = """
+() => { const p = document.querySelector('.bd-article p:not(.lf-language-switch)');
+        return p ? getComputedStyle(p).fontFamily : ''; }
+"""
+
+
+def test_chinese_edition_in_chromium(html_dir: Path, server: str) -> None:
+    """The switch both ways on every page, a CJK font, no sideways scroll, Chinese search."""
+    english, _ = editions(html_dir)
+    installed = subprocess.run(["fc-list", ":lang=zh", "family"], capture_output=True,
+                               text=True).stdout
+    problems: list[str] = []
+    if not any(font in installed for font in CJK_FONTS):
+        problems.append(f"no CJK font installed ({', '.join(CJK_FONTS)}): `make browser`")
+    where = ["(none)"]
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    with chromium() as browser:
+        context, page = _watched_context(browser, server, problems, where,
+                                         viewport={"width": 1280, "height": 900})
+        try:
+            for rel in english:
+                where[0] = rel
+                try:
+                    page.goto(f"{server}/{rel}", wait_until="load")
+                    page.click(".lf-language-switch a")
+                    page.wait_for_url(f"{server}/{ZH}/{rel}")
+                    where[0] = f"{ZH}/{rel}"
+                    fonts = page.evaluate(_FONT_JS)
+                    if not any(font in fonts for font in CJK_FONTS):
+                        problems.append(f"{ZH}/{rel}: text set in {fonts!r}, no CJK font")
+                    width = page.evaluate("() => [document.documentElement.scrollWidth, "
+                                          "document.documentElement.clientWidth]")
+                    if width[0] > width[1] + 1:
+                        problems.append(f"{ZH}/{rel}: at 1280 px the page scrolls sideways "
+                                        f"({width[0]} px wide)")
+                    if rel.endswith("02_self_attention.html"):
+                        page.screenshot(path=str(SCREENSHOTS / "zh-chapter-1280.png"))
+                    page.click(".lf-language-switch a")
+                    page.wait_for_url(f"{server}/{rel}")
+                except Exception as exc:  # noqa: BLE001 (report which page, go on)
+                    problems.append(f"{where[0]}: the language switch: "
+                                    f"{type(exc).__name__}: {exc}")
+            where[0] = f"{ZH}/search.html"
+            page.goto(f"{server}/{ZH}/search.html?q=注意力", wait_until="load")
+            try:
+                page.wait_for_function(
+                    "() => /\\d/.test((document.querySelector('#search-results "
+                    "p.search-summary') || {}).textContent || '')", timeout=60_000)
+                hits = page.eval_on_selector_all(
+                    "#search-results ul.search li > a",
+                    "links => links.map(a => a.getAttribute('href') || '')")
+                if not any("02_self_attention" in href for href in hits):
+                    problems.append(f"{ZH}/search.html: 注意力 does not find the self-attention "
+                                    f"chapter (hits: {hits[:12]})")
+                page.screenshot(path=str(SCREENSHOTS / "zh-search.png"))
+            except Exception as exc:  # noqa: BLE001
+                problems.append(f"{ZH}/search.html: searching for 注意力 found nothing "
+                                f"({type(exc).__name__})")
+        finally:
+            context.close()
+    _report(problems, "in the Chinese edition")
+
+
+@pytest.mark.parametrize("viewport", [{"width": 400, "height": 800}])
+def test_chinese_glossary_and_a_phone_page_screenshots(html_dir: Path, server: str,
+                                                       viewport: dict[str, int]) -> None:
+    """Screenshots to look at: the Chinese glossary at 1280 px and a chapter on a phone."""
+    problems: list[str] = []
+    where = [f"{ZH}/book/glossary.html"]
+    with chromium() as browser:
+        context, page = _watched_context(browser, server, problems, where,
+                                         viewport={"width": 1280, "height": 900})
+        phone_context, phone = _watched_context(browser, server, problems, where,
+                                                viewport=viewport, is_mobile=True,
+                                                has_touch=True, device_scale_factor=2)
+        try:
+            page.goto(f"{server}/{ZH}/book/glossary.html", wait_until="load")
+            page.screenshot(path=str(SCREENSHOTS / "zh-glossary-1280.png"))
+            where[0] = f"{ZH}/book/03_scaling.html"
+            phone.goto(f"{server}/{ZH}/book/03_scaling.html", wait_until="load")
+            phone.screenshot(path=str(SCREENSHOTS / "zh-phone.png"))
+            if not CJK.search(phone.inner_text("h1")):
+                problems.append(f"{where[0]}: its title is not Chinese")
+        finally:
+            context.close()
+            phone_context.close()
+    _report(problems, "on the Chinese screenshots")
