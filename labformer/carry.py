@@ -111,12 +111,13 @@ def _number_value(token: str) -> float:
 
 
 def _shape(token: str) -> tuple[int, int] | None:
-    """(digits before, digits after the decimal mark) of a number token, else None."""
+    """What a placeholder must share with a number token, else None: (digits of a leading
+    zero's number, 0 otherwise, as in "05"; digits after the decimal mark)."""
     if _INT.fullmatch(token):
-        return len(token), 0
+        return (len(token) if token[0] == "0" and len(token) > 1 else 0), 0
     if _DECIMAL.fullmatch(token):
         before, after = re.split(r"[.,]", token)
-        return len(before), len(after)
+        return (len(before) if before[0] == "0" and len(before) > 1 else 0), len(after)
     return None
 
 
@@ -161,12 +162,14 @@ class Carry:
             variants = [token.lower(), token.capitalize(), token]
         return next((v for v in variants if v in self.src_vocab), token)
 
-    def nearest_number(self, token: str) -> str | None:
-        """The known number of the same shape closest in value to ``token`` (None: none)."""
+    def nearest_number(self, token: str, below: float = float("inf")) -> str | None:
+        """The known number of the same shape closest in value to ``token`` (None: none),
+        less than ``below`` if one is (an hour below 25, minutes below 60)."""
         shape = _shape(token)
-        same = [t for t in self.numbers if _shape(t) == shape]
+        numbers = [t for t in self.numbers if _number_value(t) < below] or self.numbers
+        same = [t for t in numbers if _shape(t) == shape]
         if not same:  # another shape of the same kind: an integer for an integer
-            same = [t for t in self.numbers if (_shape(t) or (0, 0))[1] == (shape or (0, 0))[1]]
+            same = [t for t in numbers if (_shape(t) or (0, 0))[1] == (shape or (0, 0))[1]]
         if not same:
             return None
         value = _number_value(token)
@@ -220,9 +223,10 @@ class Carry:
                         "time", hour=int(token),
                         minute=int(minute_tok) if has_minute else None))
                     end = j + 1 + has_minute
-                    for t in tokens[i:end]:
-                        out.append(t if t in self.src_vocab or t in _HOUR_MARKS
-                                   else self.nearest_number(t) or t)
+                    for k, t in enumerate(tokens[i:end]):
+                        near = None if t in _HOUR_MARKS or t in self.src_vocab \
+                            else self.nearest_number(t, below=25 if k == 0 else 60)
+                        out.append(near or t)
                     i = end
                     continue
                 prepared.numbers.append(NumberGroup("number", text=self._format(group)))

@@ -434,11 +434,11 @@ def _train(args: argparse.Namespace) -> int:
     out, partial = args.out, args.out + ".partial"
     if args.resume and args.overwrite:
         raise CLIError("--resume continues --out and --overwrite replaces it: choose one")
+    if args.valid and not args.pairs:
+        raise CLIError("--valid goes with --pairs (the generated corpus has its own split)")
     if os.path.isfile(out) and not (args.resume or args.overwrite):
         raise CLIError(f"{out} exists (a trained model is kept): continue it with --resume, "
                        f"replace it with --overwrite, or choose another --out")
-    if args.valid and not args.pairs:
-        raise CLIError("--valid goes with --pairs (the generated corpus has its own split)")
     device = pick_device(args.device)  # an unusable device fails now, not after the data
     say = _Log(None, False)  # until --out is known to be writable: the screen only
     if args.pairs:

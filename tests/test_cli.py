@@ -560,3 +560,270 @@ def test_resume_reads_a_configuration_saved_before_the_newer_fields() -> None:
     assert _same_entry("model_config", old, new)
     assert not _same_entry("model_config", {**old, "d_model": 64}, new)
     assert not _same_entry("model_config", {**old, "no_such_field": 1}, new)
+
+
+# ------------------------------------------- work kept, data checked, lines carried over
+
+
+@pytest.fixture(scope="module")
+def everyday(tmp_path_factory) -> Path:
+    """A one-step model of the everyday file (cased, Moses): behaviour, not quality."""
+    path = tmp_path_factory.mktemp("everyday") / "m.pt"
+    code = main(["train", "--pairs", str(EVERYDAY), "--out", str(path), "--epochs", "1",
+                 "--batch-size", "400", "--device", "cpu", "--quiet"])
+    assert code in (0, 3) and path.exists()
+    return path
+
+
+def test_a_finished_model_is_never_overwritten_unasked(capsys, tmp_path, everyday):
+    out = tmp_path / "m.pt"
+    out.write_bytes(everyday.read_bytes())
+    before = out.read_bytes()
+    code, _, err = run(capsys, *_train_args(tmp_path, "--pairs", str(EVERYDAY)))
+    assert code == 1 and f"{out} exists" in err and "--resume" in err and "--overwrite" in err
+    assert out.read_bytes() == before  # byte-identical
+    assert not Path(f"{out}.partial").exists() and not Path(f"{out}.lock").exists()
+    code, _, err = run(capsys, *_train_args(tmp_path, "--pairs", str(EVERYDAY), "--resume",
+                                            "--overwrite"))
+    assert code == 1 and "choose one" in err and out.read_bytes() == before
+    code, stdout, err = run(capsys, *_train_args(tmp_path, "--pairs", str(EVERYDAY),
+                                                 "--overwrite", "--seed", "3"))
+    assert code in (0, 3) and out.read_bytes() != before
+    assert not Path(f"{out}.partial").exists()
+    umask = os.umask(0)
+    os.umask(umask)
+    assert out.stat().st_mode & 0o777 == 0o666 & ~umask  # readable by the group, as usual
+
+
+@pytest.mark.parametrize("how, status", [("ctrl-c", 130), ("sigterm", 143)])
+def test_an_interrupted_run_keeps_its_last_save_and_says_how_to_resume(
+        capsys, monkeypatch, tmp_path, how, status):
+    import signal
+
+    real = labformer.translate.train_translator
+
+    def interrupted(*args, **kwargs):
+        real(*args, **kwargs)  # one epoch, saved to the side file
+        assert str(kwargs["checkpoint"]).endswith(".partial")
+        if how == "sigterm":
+            os.kill(os.getpid(), signal.SIGTERM)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(labformer.translate, "train_translator", interrupted)
+    out = tmp_path / "m.pt"
+    args = _train_args(tmp_path, "--pairs", str(EVERYDAY))
+    code, _, err = run(capsys, *args)
+    assert code == status, err
+    assert f"the last save, after epoch 1 of 1, is {out}" in err
+    assert f"continue with: labformer train --out {out}" in err and "--resume" in err
+    assert out.exists() and not Path(f"{out}.partial").exists()
+    assert not Path(f"{out}.lock").exists()
+    assert signal.getsignal(signal.SIGTERM) is not None
+
+
+def test_resume_says_where_it_starts(capsys, tmp_path):
+    args = _train_args(tmp_path, "--pairs", str(EVERYDAY))
+    code, _, _ = run(capsys, *args)
+    code, out, err = run(capsys, *args, "--epochs", "2", "--resume")
+    assert code in (0, 3), err
+    assert f"resuming {tmp_path / 'm.pt'} after epoch 1 (of 2)" in out
+    assert load_checkpoint(tmp_path / "m.pt")["epoch"] == 1
+    log = (tmp_path / "m.log").read_text()
+    assert "resuming" in log and "vocabulary:" in log and "trained 2 steps" in log
+
+
+def test_the_setup_banner_and_the_log_file(capsys, tmp_path):
+    code, out, err = run(capsys, *_train_args(tmp_path, "--pairs", str(EVERYDAY)))
+    assert code in (0, 3), err
+    assert "data: 309 pairs read from" in out and "validation: 15 pairs held out" in out
+    assert "parameters; device: cpu; 1 epochs of 1 steps (1 steps), batch 400" in out
+    assert "training BLEU" in out and "validation BLEU" in out
+    log = (tmp_path / "m.log").read_text()
+    assert "vocabulary:" in log and "epoch 1/1: loss" in log and "validation BLEU" in log
+
+
+def test_duplicates_and_a_header_line_are_reported(capsys, tmp_path):
+    lines = EVERYDAY.read_text(encoding="utf-8").splitlines()
+    doubled = tmp_path / "doubled.tsv"
+    doubled.write_text("French\tEnglish\n" + "\n".join(lines + lines[:100]) + "\n",
+                       encoding="utf-8")
+    code, out, err = run(capsys, *_train_args(tmp_path, "--pairs", str(doubled)))
+    assert code in (0, 3), err
+    assert f"{doubled}:1: skipped a header line ('French', 'English'" in err
+    assert "dropped 100 repeated pair(s) before the split; 309 distinct pairs remain" in err
+    state = load_checkpoint(tmp_path / "m.pt")
+    valid = {tuple(p) for p in state["corpus"]["valid"]}
+    assert len(valid) == 15 and ("French", "English") not in valid
+    train_pairs = lines and {tuple(line.split("\t")[:2]) for line in lines} - valid
+    assert len(train_pairs) == 294  # no held-out pair is also a training pair
+
+
+def test_evaluate_checks_the_file_as_train_does(capsys, tmp_path, everyday):
+    anki = str(DATA / "anki-fra.txt")
+    code, out, err = run(capsys, "evaluate", "--checkpoint", str(everyday), "--pairs", anki)
+    assert code == 1 and out == "" and "column 1 reads as en and column 2 as fr" in err
+    assert "--reverse" in err
+    code, out, err = run(capsys, "evaluate", "--checkpoint", str(everyday), "--pairs", anki,
+                         "--reverse")
+    assert code == 0 and "BLEU" in out, err
+    header = tmp_path / "header.tsv"
+    header.write_text("source\ttarget\nMerci.\tThanks.\n", encoding="utf-8")
+    code, out, err = run(capsys, "evaluate", "--checkpoint", str(everyday), "--pairs",
+                         str(header))
+    assert code == 0 and "skipped a header line" in err and ", 1 pairs," in out
+
+
+def test_a_checkpoint_given_as_pairs_is_named_as_such(capsys, tmp_path, everyday):
+    for command in (_train_args(tmp_path, "--pairs", str(everyday)),
+                    ["evaluate", "--checkpoint", str(everyday), "--pairs", str(everyday)]):
+        code, out, err = run(capsys, *command)
+        assert code == 1 and f"{everyday} is a zip archive (a PyTorch or labformer " \
+                             f"checkpoint?), not a text file of sentence pairs" in err
+        assert err.isascii() and "\\x" not in err and "PK" not in err
+
+
+def test_valid_file_and_evaluate_split_valid(capsys, tmp_path):
+    held = tmp_path / "held.tsv"
+    held.write_text("Il est 10 h 15.\tIt's 10:15.\nJe suis là.\tI'm here.\n"
+                    "Bonjour !\tHello!\n", encoding="utf-8")  # the last is a training pair
+    code, out, err = run(capsys, *_train_args(tmp_path, "--pairs", str(EVERYDAY), "--valid",
+                                              str(held)))
+    assert code in (0, 3), err
+    assert f"validation: 2 pairs of {held}" in out and "1 pair(s) are also training" in err
+    assert "only 2 pairs: a rough estimate" in out
+    state = load_checkpoint(tmp_path / "m.pt")
+    assert state["corpus"]["valid"] == [["Il est 10 h 15.", "It's 10:15."],
+                                        ["Je suis là.", "I'm here."]]
+    code, out, err = run(capsys, "evaluate", "--checkpoint", str(tmp_path / "m.pt"),
+                         "--split", "valid", "--output", str(tmp_path / "hyps.txt"))
+    assert code == 0, err
+    assert out.startswith(f"held-out pairs of {held}, 2 pairs, greedy: BLEU")
+    assert "sacreBLEU signature: nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" in out
+    assert len((tmp_path / "hyps.txt").read_text().splitlines()) == 2
+    code, _, err = run(capsys, *_train_args(tmp_path, "--valid", str(held)))
+    assert code == 1 and "--valid goes with --pairs" in err
+
+
+def test_training_bleu_far_above_validation_is_a_warning(capsys):
+    import labformer.cli as cli
+    from labformer.train import History
+
+    class Stub:
+        history = History(valid_score=[30.0])
+
+        def translate(self, sources):
+            return ["x" for _ in sources]
+
+        def evaluate(self, pairs):
+            return {"bleu": 95.0}
+
+    assert cli._verdict(Stub(), [("a", "b")] * 60, [("c", "d")] * 3) == 0  # type: ignore[arg-type]
+    out, err = capsys.readouterr()
+    assert "training BLEU 95.0 (3 pairs), validation BLEU 30.0 (60 held-out pairs)" in out
+    assert "far better than held-out ones" in err and "memorised" in err
+    Stub.history = History(valid_score=[90.0])
+    assert cli._verdict(Stub(), [("a", "b")] * 60, [("c", "d")] * 3) == 0  # type: ignore[arg-type]
+    assert capsys.readouterr().err == ""
+
+
+def test_a_long_line_amid_others(capsys, monkeypatch, everyday):
+    import io
+
+    long_line = " ".join(["très"] * 70) + " bien."
+    lines = ["Merci beaucoup.", long_line, "", "Bonjour !"]
+    monkeypatch.setattr(sys, "stdin", io.StringIO("\n".join(lines) + "\n"))
+    code, out, err = run(capsys, "translate", "--checkpoint", str(everyday))
+    assert code == 1
+    got = out.split("\n")[:4]
+    translator = Translator.from_checkpoint(everyday)
+    from labformer.carry import translate_carried
+
+    expected = [t.text for t in translate_carried(translator, [lines[0], lines[3]])]
+    assert got == [expected[0], "", "", expected[1]]
+    assert "line 2 has 72 tokens, but this model reads at most 63" in err
+    assert "1 line(s) could not be translated" in err and "Traceback" not in err
+    monkeypatch.setattr(sys, "stdin", io.StringIO("\n".join(lines) + "\n"))
+    code, out, err = run(capsys, "translate", "--checkpoint", str(everyday), "--max-length",
+                         "20")
+    assert code == 0 and "line 2 has 72 tokens: cropped to its first 20" in err
+    assert len(out.split("\n")[:4]) == 4
+
+
+def test_a_failing_line_does_not_stop_the_others(capsys, monkeypatch, everyday):
+    real = Translator.translate_detailed
+
+    def fragile(self, sentences, beam=None):
+        if any("Bonsoir" in s for s in sentences):
+            raise RuntimeError("out of memory\nmore")
+        return real(self, sentences, beam=beam)
+
+    from labformer.carry import translate_carried
+
+    expected = [t.text for t in translate_carried(Translator.from_checkpoint(everyday),
+                                                  ["Merci.", "Oui."])]
+    monkeypatch.setattr(Translator, "translate_detailed", fragile)
+    code, out, err = run(capsys, "translate", "--checkpoint", str(everyday), "Merci.",
+                         "Bonsoir, madame.", "Oui.")
+    assert code == 1 and out.split("\n")[:3] == [expected[0], "", expected[1]]
+    assert "sentence 2 could not be translated (out of memory)" in err
+
+
+def test_je_Je_and_JE_translate_alike(capsys, everyday):
+    from labformer.carry import Carry
+
+    sources = ["je suis là.", "Je suis là.", "JE SUIS LÀ."]
+    carry = Carry.of(Translator.from_checkpoint(everyday))
+    assert {carry.prepare(s).text for s in sources} == {"Je suis là."}
+    code, out, _ = run(capsys, "translate", "--checkpoint", str(everyday), *sources)
+    assert code == 0 and len(set(out.splitlines())) == 1
+
+
+def test_translate_scores(capsys, everyday):
+    code, out, err = run(capsys, "translate", "--checkpoint", str(everyday), "--scores",
+                         "Merci.", "Bonjour !")
+    assert code == 0, err
+    for line in out.splitlines():
+        value, _, text = line.partition("\t")
+        assert float(value) <= 0.0
+
+
+def test_unseen_numbers_in_known_phrases_are_kept(tmp_path):
+    """A model that learned a few numbers in a few phrases keeps every number it never
+    saw, in English form; without carrying over, it writes the ones it knows."""
+    from labformer.carry import translate_carried
+
+    seen_hours, seen_prices = (7, 8, 9), ("2,50", "3", "12")
+    pairs = []
+    for h in seen_hours:
+        for m in ("15", "30", "45"):
+            pairs += [(f"Il est {h} h {m}.", f"It's {h}:{m}."),
+                      (f"Le bus part à {h} h {m}.", f"The bus leaves at {h}:{m}.")]
+    for p in seen_prices:
+        pairs += [(f"Ça coûte {p} euros.", f"It costs {p.replace(',', '.')} euros."),
+                  (f"Le billet coûte {p} euros.", f"The ticket costs {p.replace(',', '.')} "
+                                                   f"euros.")]
+    t = train_translator(pairs * 8, epochs=40, batch_size=32, model_overrides=TINY,
+                         device="cpu", progress=False)
+    probe = {"Il est 10 h 20.": "It's 10:20.", "Le bus part à 6 h 05.": "The bus leaves at 6:05.",
+             "Ça coûte 7,25 euros.": "It costs 7.25 euros.",
+             "Le billet coûte 40 euros.": "The ticket costs 40 euros."}
+    assert t.translate("Il est 8 h 30.") == "It's 8:30."  # it learned the phrases
+    carried = [c.text for c in translate_carried(t, list(probe))]
+    assert carried == list(probe.values())
+    assert t.translate(list(probe)) != list(probe.values())  # the model alone does not
+
+
+def test_usage_errors_speak_the_users_words(capsys):
+    for argv, words in ((["translate", "--beam", "x", "y"],
+                         "argument --beam: expected a whole number, got 'x'"),
+                        (["translate", "--beam", "65", "y"],
+                         "a beam holds 1 to 64 hypotheses, got 65"),
+                        (["train", "--seed", "99999999999999999999"],
+                         "a seed is a whole number from 0 to 4294967295"),
+                        (["train", "--seed", "-1"], "a seed is a whole number"),
+                        (["train", "--min-pairs", "many"], "expected a whole number")):
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and words in err
+        assert "_beam" not in err and "invalid" not in err
