@@ -9,7 +9,7 @@ instant and ``labformer --help`` does not load torch.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
@@ -26,19 +26,16 @@ __all__ = [
     "Transformer",
     "TransformerConfig",
     "Translator",
+    "attention_with_weights",
     "beam_search",
     "causal_mask",
     "combine_masks",
-    "entropy",
     "greedy_decode",
     "kl_divergence",
     "label_smoothed_cross_entropy",
     "length_penalty_factor",
     "padding_mask",
     "record_attention",
-    "residual",
-    "scaled_dot_product_attention",
-    "score",
     "sequence_log_prob",
     "setup_notebook",
     "sinusoidal_positions",
@@ -47,32 +44,66 @@ __all__ = [
     "train_translator",
 ]
 
-# Where each name of __all__ is defined, in the book's order (one concept per module).
+# Where each name of __all__ is defined, in the book's order (one concept per module). Very
+# generic names (``entropy``, ``residual``, ``score``) stay in their modules:
+# ``from labformer.loss import entropy``. The training loop is ``labformer.train.train``: a
+# top-level ``train`` would be the function or the submodule ``labformer.train`` depending on
+# what was imported first (importing a submodule sets the package's attribute of that name).
 _HOME: dict[str, tuple[str, ...]] = {
     "notebook": ("setup_notebook",),
     "rnn": ("Seq2SeqRNN",),
-    "attention": ("scaled_dot_product_attention", "AdditiveAttention"),
+    "attention": ("attention_with_weights", "AdditiveAttention"),
     "masks": ("causal_mask", "padding_mask", "combine_masks"),
     "multihead": ("MultiHeadAttention", "record_attention"),
     "positional": ("PositionalEncoding", "LearnedPositionalEncoding", "NoPositionalEncoding",
                    "sinusoidal_positions"),
-    "layers": ("residual", "EncoderLayer", "DecoderLayer"),
+    "layers": ("EncoderLayer", "DecoderLayer"),
     "transformer": ("Transformer", "TransformerConfig"),
-    "loss": ("label_smoothed_cross_entropy", "smoothed_targets", "entropy", "kl_divergence",
+    "loss": ("label_smoothed_cross_entropy", "smoothed_targets", "kl_divergence",
              "soft_cross_entropy"),
     "decoding": ("greedy_decode", "beam_search", "length_penalty_factor", "sequence_log_prob"),
     "train": ("TrainConfig",),
-    "translate": ("Translator", "score", "train_translator"),
+    "translate": ("Translator", "train_translator"),
 }
 _MODULE_OF = {name: module for module, names in _HOME.items() for name in names}
+# Names of earlier versions, still resolved for old code and text but not exported (nor seen
+# by type checkers): the very generic ones, and torch's name for attention (torch's function
+# returns the output only, labformer's (out, weights): now ``attention_with_weights``).
+_FORMER = {"scaled_dot_product_attention": "attention", "entropy": "loss", "residual": "layers",
+           "score": "translate"}
+
+if TYPE_CHECKING:  # what type checkers see; at run time, __getattr__ imports on first use
+    from .attention import AdditiveAttention, attention_with_weights
+    from .decoding import beam_search, greedy_decode, length_penalty_factor, sequence_log_prob
+    from .layers import DecoderLayer, EncoderLayer
+    from .loss import (
+        kl_divergence,
+        label_smoothed_cross_entropy,
+        smoothed_targets,
+        soft_cross_entropy,
+    )
+    from .masks import causal_mask, combine_masks, padding_mask
+    from .multihead import MultiHeadAttention, record_attention
+    from .notebook import setup_notebook
+    from .positional import (
+        LearnedPositionalEncoding,
+        NoPositionalEncoding,
+        PositionalEncoding,
+        sinusoidal_positions,
+    )
+    from .rnn import Seq2SeqRNN
+    from .train import TrainConfig
+    from .transformer import Transformer, TransformerConfig
+    from .translate import Translator, train_translator
 
 
 def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
+    module = _MODULE_OF.get(name, _FORMER.get(name))
     if module is None:
         raise AttributeError(f"module 'labformer' has no attribute {name!r}")
     value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value  # the next access is a plain lookup
+    if name in _MODULE_OF:
+        globals()[name] = value  # the next access is a plain lookup
     return value
 
 

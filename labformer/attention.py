@@ -2,7 +2,9 @@
 
 Three ways to score, all returning ``(output, weights)`` so chapters can plot the weights:
 
-* :func:`scaled_dot_product_attention`: the Transformer's, Vaswani et al. (2017), Eq. 1.
+* :func:`attention_with_weights`: the Transformer's scaled dot-product attention, Vaswani et
+  al. (2017), Eq. 1 (named apart from ``torch.nn.functional.scaled_dot_product_attention``,
+  which returns the output only).
 * :class:`AdditiveAttention`: Bahdanau et al. (2015), a small MLP on query and key.
 * :class:`DotAttention` and :class:`GeneralAttention`: Luong et al. (2015), ``q.k`` and ``q^T W k``.
 """
@@ -21,7 +23,7 @@ from .masks import check_mask
 __all__ = [
     "masked_softmax",
     "attend",
-    "scaled_dot_product_attention",
+    "attention_with_weights",
     "Scorer",
     "AdditiveAttention",
     "DotAttention",
@@ -57,7 +59,7 @@ def attend(
     return weights @ value, weights  # (..., T_q, d_v), (..., T_q, T_k)
 
 
-def scaled_dot_product_attention(
+def attention_with_weights(
     query: Tensor,
     key: Tensor,
     value: Tensor,
@@ -66,7 +68,8 @@ def scaled_dot_product_attention(
     *,
     scale: float | None = None,
 ) -> tuple[Tensor, Tensor]:
-    """softmax(q k^T / sqrt(d_k)) v (Vaswani et al. 2017, Eq. 1).
+    """Scaled dot-product attention, softmax(q k^T / sqrt(d_k)) v (Vaswani et al. 2017, Eq. 1),
+    and its weights.
 
     query (..., T_q, d_k), key (..., T_k, d_k), value (..., T_k, d_v);
     mask bool, True = may attend, broadcastable to (..., T_q, T_k).
@@ -102,6 +105,11 @@ def scaled_dot_product_attention(
     if mask is not None:
         check_mask(mask, scores.shape)
     return attend(scores, value, mask, dropout_p)
+
+
+# The name of earlier versions, kept for old code; it is not exported, because torch's function
+# of that name returns the output alone: ``out, w = F.scaled_dot_product_attention(...)`` fails.
+scaled_dot_product_attention = attention_with_weights
 
 
 def _check_rnn_inputs(query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None) -> None:

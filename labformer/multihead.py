@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention import scaled_dot_product_attention
+from .attention import attention_with_weights
 from .masks import check_mask
 
 __all__ = ["KVCache", "MultiHeadAttention", "record_attention"]
@@ -133,8 +133,7 @@ class MultiHeadAttention(nn.Module):
         p = self.dropout.p if self.dropout.training else 0.0
         weights: Tensor | None = None
         if need_weights or self._recorder is not None:
-            out, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=p,
-                                                        scale=self.scale)
+            out, weights = attention_with_weights(q, k, v, mask, dropout_p=p, scale=self.scale)
             if self._recorder is not None:
                 maps, name = self._recorder
                 maps[name] = weights.detach()

@@ -47,13 +47,42 @@ def test_help_does_not_load_torch():
 def test_every_public_name_resolves_to_its_module():
     assert labformer.__all__ == sorted(labformer.__all__)
     for name in labformer.__all__:
-        home = importlib.import_module(f"labformer.{labformer._MODULE_OF[name]}")
-        assert getattr(labformer, name) is getattr(home, name), name
+        value = getattr(labformer, name)
+        home = importlib.import_module(value.__module__)
+        assert value.__module__.startswith("labformer.") and getattr(home, name) is value, name
     assert set(labformer.__all__) <= set(dir(labformer))
-    public = {n for names in labformer._HOME.values() for n in names}
-    assert public == set(labformer.__all__)
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         labformer.nope  # noqa: B018
+
+
+def test_very_generic_names_stay_in_their_modules():
+    from labformer import layers, loss, translate
+
+    for name, module in (("entropy", loss), ("residual", layers), ("score", translate)):
+        assert name not in labformer.__all__ and name not in dir(labformer)
+        assert getattr(labformer, name) is getattr(module, name)  # old code still runs
+    # torch's scaled_dot_product_attention returns the output only; labformer's, (out, weights)
+    assert "scaled_dot_product_attention" not in labformer.__all__
+    assert labformer.scaled_dot_product_attention is labformer.attention_with_weights  # old name
+
+
+def test_type_checkers_see_every_public_name():
+    # At run time names are imported on first use (__getattr__), which a type checker cannot
+    # follow: the `if TYPE_CHECKING:` block must import each name of __all__ explicitly.
+    tree = ast.parse((ROOT / "labformer" / "__init__.py").read_text())
+    for package, names in (("labformer", labformer.__all__),):
+        blocks = [node for node in tree.body if isinstance(node, ast.If)
+                  and getattr(node.test, "id", None) == "TYPE_CHECKING"]
+        seen = {alias.asname or alias.name for block in blocks for node in ast.walk(block)
+                if isinstance(node, ast.ImportFrom) for alias in node.names}
+        assert seen == set(names), (package, set(names) ^ seen)
+
+
+def test_text_tools_do_not_load_torch():
+    assert _modules_loaded_by("import labformer.data.text") == []
+    assert _modules_loaded_by("import labformer.data, labformer.special, labformer.data.vocab, "
+                              "labformer.data.corpus") == []
+    assert "torch" in _modules_loaded_by("from labformer.data import make_batches")
 
 
 def test_test_doubles_live_in_labformer_testing():

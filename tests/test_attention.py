@@ -15,8 +15,8 @@ from labformer.attention import (
     DotAttention,
     GeneralAttention,
     attend,
+    attention_with_weights,
     masked_softmax,
-    scaled_dot_product_attention,
 )
 from labformer.masks import causal_mask, padding_mask
 
@@ -42,7 +42,7 @@ def _masks():
 def test_sdpa_matches_torch(name):
     mask = _masks()[name]
     q, k, v = _qkv(T_q=5, T_k=5)
-    out, w = scaled_dot_product_attention(q, k, v, mask)
+    out, w = attention_with_weights(q, k, v, mask)
     ref = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
     assert out.shape == (2, 3, 5, 6) and w.shape == (2, 3, 5, 5)
     assert_close(out, ref)
@@ -63,7 +63,7 @@ def test_sdpa_gradients_match_torch():
     q, k, v = (t.requires_grad_() for t in _qkv(T_q=5, T_k=5))
     q2, k2, v2 = (t.detach().clone().requires_grad_() for t in (q, k, v))
     g = torch.randn(2, 3, 5, 6)
-    (scaled_dot_product_attention(q, k, v, mask)[0] * g).sum().backward()
+    (attention_with_weights(q, k, v, mask)[0] * g).sum().backward()
     (F.scaled_dot_product_attention(q2, k2, v2, attn_mask=mask) * g).sum().backward()
     for a, b in [(q, q2), (k, k2), (v, v2)]:
         assert_close(a.grad, b.grad)
@@ -71,7 +71,7 @@ def test_sdpa_gradients_match_torch():
 
 def test_sdpa_custom_scale_and_3d_inputs():
     q, k, v = (t[0] for t in _qkv())  # (h, T, d): any leading dims
-    out, w = scaled_dot_product_attention(q, k, v, scale=0.3)
+    out, w = attention_with_weights(q, k, v, scale=0.3)
     assert_close(out, F.scaled_dot_product_attention(q, k, v, scale=0.3))
     assert_close(w, (q @ k.transpose(-2, -1) * 0.3).softmax(-1))
 
@@ -79,7 +79,7 @@ def test_sdpa_custom_scale_and_3d_inputs():
 def test_sdpa_cross_lengths():
     q, k, v = _qkv(T_q=2, T_k=7)
     mask = random_mask(2, 1, 2, 7, generator=torch.Generator().manual_seed(1))
-    out, w = scaled_dot_product_attention(q, k, v, mask)
+    out, w = attention_with_weights(q, k, v, mask)
     assert out.shape == (2, 3, 2, 6) and w.shape == (2, 3, 2, 7)
     assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask))
 
@@ -87,8 +87,8 @@ def test_sdpa_cross_lengths():
 def test_sdpa_dropout():
     q, k, v = _qkv()
     torch.manual_seed(0)
-    out, w = scaled_dot_product_attention(q, k, v, dropout_p=0.5)
-    _, w0 = scaled_dot_product_attention(q, k, v)
+    out, w = attention_with_weights(q, k, v, dropout_p=0.5)
+    _, w0 = attention_with_weights(q, k, v)
     dropped = w == 0
     assert dropped.any() and (~dropped).any()
     assert_close(w[~dropped], w0[~dropped] * 2.0)  # inverted dropout rescales survivors
@@ -99,7 +99,7 @@ def test_fully_masked_row_is_zero_and_finite():
     q, k, v = (t.requires_grad_() for t in _qkv(T_q=3, T_k=4))
     mask = torch.ones(3, 4, dtype=torch.bool)
     mask[1] = False  # query 1 may attend to nothing
-    out, w = scaled_dot_product_attention(q, k, v, mask)
+    out, w = attention_with_weights(q, k, v, mask)
     assert torch.isfinite(out).all() and torch.isfinite(w).all()
     assert (w[..., 1, :] == 0).all() and (out[..., 1, :] == 0).all()
     assert_close(w[..., [0, 2], :].sum(-1), torch.ones(2, 3, 2))
@@ -135,36 +135,36 @@ def test_attend_is_masked_softmax_then_weighted_sum():
 def test_masking_in_low_precision(dtype):
     mask = _masks()["combined"]
     q, k, v = _qkv(T_q=5, T_k=5)
-    ref, _ = scaled_dot_product_attention(q, k, v, mask)
-    out, w = scaled_dot_product_attention(q.to(dtype), k.to(dtype), v.to(dtype), mask)
+    ref, _ = attention_with_weights(q, k, v, mask)
+    out, w = attention_with_weights(q.to(dtype), k.to(dtype), v.to(dtype), mask)
     assert out.dtype == dtype and w.dtype == dtype
     assert (w[~mask.expand_as(w)] == 0).all()
     assert torch.isfinite(out).all()
     assert_close(out.float(), ref, atol=5e-2)
     # A fully masked row stays finite and zero in low precision too.
     empty = torch.zeros(5, 5, dtype=torch.bool)
-    out_e, w_e = scaled_dot_product_attention(q.to(dtype), k.to(dtype), v.to(dtype), empty)
+    out_e, w_e = attention_with_weights(q.to(dtype), k.to(dtype), v.to(dtype), empty)
     assert (out_e == 0).all() and (w_e == 0).all()
 
 
 def test_sdpa_errors_name_shapes():
     q, k, v = _qkv()
     with pytest.raises(ValueError, match=r"\(4,\)"):
-        scaled_dot_product_attention(torch.randn(4), k, v)
+        attention_with_weights(torch.randn(4), k, v)
     with pytest.raises(ValueError, match=r"query \(2, 3, 4, 8\) and key \(2, 3, 5, 7\)"):
-        scaled_dot_product_attention(q, torch.randn(2, 3, 5, 7), v)
+        attention_with_weights(q, torch.randn(2, 3, 5, 7), v)
     with pytest.raises(ValueError, match=r"key \(2, 3, 5, 8\) and value \(2, 3, 6, 6\)"):
-        scaled_dot_product_attention(q, k, torch.randn(2, 3, 6, 6))
+        attention_with_weights(q, k, torch.randn(2, 3, 6, 6))
     with pytest.raises(ValueError, match=r"\(5, 3, 4, 8\).*\(2, 3, 5, 8\)"):
-        scaled_dot_product_attention(torch.randn(5, 3, 4, 8), k, v)
+        attention_with_weights(torch.randn(5, 3, 4, 8), k, v)
     with pytest.raises(ValueError, match=r"torch.float32 with shape \(4, 5\)"):
-        scaled_dot_product_attention(q, k, v, torch.ones(4, 5))
+        attention_with_weights(q, k, v, torch.ones(4, 5))
     with pytest.raises(ValueError, match=r"torch.int64 with shape \(4, 5\)"):
-        scaled_dot_product_attention(q, k, v, torch.ones(4, 5, dtype=torch.long))
+        attention_with_weights(q, k, v, torch.ones(4, 5, dtype=torch.long))
     with pytest.raises(ValueError, match=r"\(4, 4\).*\(2, 3, 4, 5\)"):
-        scaled_dot_product_attention(q, k, v, torch.ones(4, 4, dtype=torch.bool))
+        attention_with_weights(q, k, v, torch.ones(4, 4, dtype=torch.bool))
     with pytest.raises(ValueError, match="dropout_p"):
-        scaled_dot_product_attention(q, k, v, dropout_p=1.0)
+        attention_with_weights(q, k, v, dropout_p=1.0)
 
 
 @settings(max_examples=25, deadline=None)
@@ -183,7 +183,7 @@ def test_sdpa_property_matches_torch(B, h, T_q, T_k, d_k, seed, use_mask):
     k = torch.randn(B, h, T_k, d_k, generator=g)
     v = torch.randn(B, h, T_k, d_k + 1, generator=g)
     mask = random_mask(B, h, T_q, T_k, generator=g) if use_mask else None
-    out, w = scaled_dot_product_attention(q, k, v, mask)
+    out, w = attention_with_weights(q, k, v, mask)
     assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask))
     assert_close(w.sum(-1), torch.ones(B, h, T_q))
     if mask is not None:
