@@ -1,16 +1,23 @@
-"""One call at the top of every chapter: the run's seed, compact printing, one plot style."""
+"""One call at the top of every chapter (the run's seed, compact printing, one plot style), and
+the way a chapter shows what it checked: :func:`evidence`, a list of claims with their measured
+values that fails the build when a claim does not hold."""
 
 from __future__ import annotations
 
+import html
 import math
 import os
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
 
-__all__ = ["SEED_ENV", "human_number", "resolve_seed", "setup_notebook", "table"]
+__all__ = ["SEED_ENV", "ClaimFailed", "Evidence", "evidence", "human_number", "resolve_seed",
+           "setup_notebook", "table"]
 
 #: Environment variable that overrides the seed a chapter asks for, so that the whole book can
 #: be re-run with another seed without editing a notebook: ``LABFORMER_SEED=3 make test``.
@@ -133,3 +140,85 @@ def table(data: Any, *, digits: int = 3, index: bool = False) -> Any:
     styler = frame.style.format(lambda x: human_number(x, digits))
     styler = styler.set_table_attributes('class="dataframe lf-table"')
     return styler if index else styler.hide(axis="index")
+
+
+class ClaimFailed(AssertionError):
+    """A claim a chapter makes did not hold on this run: the message names it and its values."""
+
+
+@dataclass
+class Evidence:
+    """Claims checked in one cell, each with what was measured; shown as a list of ✓ lines.
+
+    ``check`` records a claim; ``verify`` raises :class:`ClaimFailed` naming every claim that
+    does not hold, so a notebook with a false claim fails to build. Use it through
+    :func:`evidence`, in a cell whose code is collapsed: the reader sees the claims and the
+    numbers, the code that computes them is one click away.
+    """
+
+    title: str = ""
+    claims: list[tuple[str, bool, str]] = field(default_factory=list)
+
+    def check(self, claim: str, holds: object, measured: str = "") -> bool:
+        """Records ``claim`` with whether it ``holds`` and the ``measured`` values behind it.
+
+        ``holds`` must be a truth value: a bool, a NumPy bool or a one-element tensor (a
+        tensor of several elements raises, as it would in an ``assert``).
+        """
+        if not claim.strip():
+            raise ValueError("a check needs the claim it tests, in words")
+        ok = bool(holds)
+        self.claims.append((claim, ok, measured))
+        return ok
+
+    def verify(self) -> Evidence:
+        """Raises :class:`ClaimFailed` listing the claims that do not hold; else ``self``."""
+        if not self.claims:
+            raise ValueError("evidence with no claim: check at least one")
+        failed = [(c, m) for c, ok, m in self.claims if not ok]
+        if failed:
+            lines = [f"- {c}" + (f" (measured: {m})" if m else "") for c, m in failed]
+            where = f" in {self.title!r}" if self.title else ""
+            raise ClaimFailed(f"{len(failed)} of {len(self.claims)} claims{where} do not hold "
+                              "on this run:\n" + "\n".join(lines))
+        return self
+
+    def __str__(self) -> str:
+        head = [self.title] if self.title else []
+        return "\n".join(head + [f"{'✓' if ok else '✗'} {c}" + (f": {m}" if m else "")
+                                  for c, ok, m in self.claims])
+
+    def _repr_html_(self) -> str:
+        items = "".join(
+            f'<li class="{"lf-holds" if ok else "lf-fails"}"><span class="lf-claim">'
+            f"{html.escape(c)}</span>"
+            + (f'<span class="lf-measured">{html.escape(m)}</span>' if m else "") + "</li>"
+            for c, ok, m in self.claims)
+        title = f'<p class="lf-evidence-title">{html.escape(self.title)}</p>' if self.title else ""
+        return f'<div class="lf-evidence">{title}<ul>{items}</ul></div>'
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))
+
+
+@contextmanager
+def evidence(title: str = "") -> Iterator[Evidence]:
+    """Checks claims and shows them: ``with evidence() as ev: ev.check(claim, holds, measured)``.
+
+    On leaving the block every claim is verified (a false one raises :class:`ClaimFailed`, with
+    the claim in the message), then the list is displayed: in a notebook as a compact list of
+    ✓ lines, each followed by its measured values; elsewhere printed.
+    """
+    ev = Evidence(title)
+    yield ev
+    ev.verify()
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:  # pragma: no cover (IPython comes with ipykernel)
+        print(ev)
+        return
+    if get_ipython() is None:
+        print(ev)
+    else:
+        display(ev)

@@ -119,3 +119,39 @@ def test_numbers_and_tables_for_humans():
                   "share": [0.292, 0.291]}).to_html()
     assert "18,912,256" in html and "0.292" in html and "lf-table" in html
     assert "142606336" not in table({"n": [142606336]}).to_html()
+
+
+def test_evidence_shows_claims_with_their_values(capsys):
+    from labformer.notebook import evidence
+
+    with evidence("Scaling") as ev:
+        ev.check("the variance is d_k", np.float64(63.8) > 60, "63.8 at d_k = 64")
+        ev.check("the weights sum to 1", torch.tensor(True))
+    out = capsys.readouterr().out
+    assert out.splitlines() == ["Scaling", "✓ the variance is d_k: 63.8 at d_k = 64",
+                                "✓ the weights sum to 1"]
+    html_list = ev._repr_html_()
+    assert html_list.count('class="lf-holds"') == 2 and "63.8 at d_k = 64" in html_list
+
+
+def test_a_false_claim_fails_with_the_claim_in_the_message():
+    from labformer.notebook import ClaimFailed, evidence
+
+    with pytest.raises(ClaimFailed, match=r"1 of 2 claims in 'Masks'.*\n- no future "
+                                          r"position is attended \(measured: weight 0.2\)"):
+        with evidence("Masks") as ev:
+            ev.check("rows sum to 1", True)
+            ev.check("no future position is attended", False, "weight 0.2")
+    assert issubclass(ClaimFailed, AssertionError)
+
+
+def test_evidence_refuses_empty_claims_and_ambiguous_truth():
+    from labformer.notebook import Evidence, evidence
+
+    with pytest.raises(ValueError, match="no claim"):
+        with evidence():
+            pass
+    with pytest.raises(ValueError, match="claim it tests"):
+        Evidence().check("  ", True)
+    with pytest.raises(RuntimeError, match="ambiguous"):
+        Evidence().check("all positive", torch.tensor([1.0, 2.0]) > 0)
