@@ -27,9 +27,9 @@ _PACKAGE = str(Path(__file__).resolve().parents[1] / "labformer")
 HOST_READS = ("item", "tolist", "cpu", "numpy", "__float__", "__int__", "__bool__", "__index__")
 
 
-# labformer functions that read tensors only when they are on the CPU (on CUDA they assert
-# on the device instead): their reads are counted apart, as they cost a GPU run nothing.
-CPU_ONLY = frozenset({"_check_ids_on_host"})
+# labformer functions that read tensors only when they are on the CPU (on CUDA they assert on
+# the device instead, or skip): their reads are counted apart, as they cost a GPU run nothing.
+CPU_ONLY = frozenset({"_check_ids_on_host", "_right_padded"})
 
 
 @contextlib.contextmanager

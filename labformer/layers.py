@@ -193,20 +193,24 @@ class DecoderLayer(nn.Module):
         tgt_mask: Tensor | None = None,
         memory_mask: Tensor | None = None,
         cache: tuple[KVCache, KVCache] | None = None,
+        tgt_is_causal: bool = False,
     ) -> Tensor:
         """x (B, T, d_model), memory (B, S, d_model) -> (B, T, d_model).
 
         tgt_mask broadcastable to (B, h, T, T_past + T), memory_mask to (B, h, T, S), both
         True = may attend; cache: (self-attention cache, static cross-attention cache) for
-        incremental decoding.
+        incremental decoding. tgt_is_causal=True (with no tgt_mask): the self-attention is
+        causal, without a mask tensor.
         """
         self_cache, cross_cache = cache if cache is not None else (None, None)
-        x = self.sublayer1(x, self._sa_block, tgt_mask, self_cache)
+        x = self.sublayer1(x, self._sa_block, tgt_mask, self_cache, tgt_is_causal)
         x = self.sublayer2(x, self._ca_block, memory, memory_mask, cross_cache)
         return self.sublayer3(x, self.ffn)
 
-    def _sa_block(self, x: Tensor, mask: Tensor | None, cache: KVCache | None) -> Tensor:
-        return self.self_attn(x, x, x, mask=mask, need_weights=False, cache=cache)[0]
+    def _sa_block(self, x: Tensor, mask: Tensor | None, cache: KVCache | None,
+                  is_causal: bool = False) -> Tensor:
+        return self.self_attn(x, x, x, mask=mask, need_weights=False, cache=cache,
+                              is_causal=is_causal)[0]
 
     def _ca_block(
         self, x: Tensor, memory: Tensor, mask: Tensor | None, cache: KVCache | None

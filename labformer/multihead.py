@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .attention import attention_with_weights
-from .masks import check_mask
+from .masks import causal_mask, check_mask
 
 __all__ = ["KVCache", "MultiHeadAttention", "record_attention"]
 
@@ -111,6 +111,7 @@ class MultiHeadAttention(nn.Module):
         mask: Tensor | None = None,
         need_weights: bool = True,
         cache: KVCache | None = None,
+        is_causal: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
         """query (B, T_q, D), key/value (B, T_k, D) -> out (B, T_q, D), weights (B, h, T_q, T_k).
 
@@ -118,6 +119,9 @@ class MultiHeadAttention(nn.Module):
         ``nn.MultiheadAttention``'s fourth argument, key_padding_mask, means the opposite.
         need_weights=False takes PyTorch's fused kernel and returns None for the weights.
         cache: with a filled static cache, key and value are not projected again.
+        is_causal: query position i attends to key positions 0..i, without a mask tensor (as
+        ``causal_mask(T)``; needs T_q == T_k and no ``mask``); PyTorch's fused kernels then
+        build no mask at all.
         """
         self._check(query, key, value)
         B, T_q, _ = query.shape
@@ -128,18 +132,24 @@ class MultiHeadAttention(nn.Module):
             k, v = self._split(self.k_proj(key)), self._split(self.v_proj(value))
             if cache is not None:
                 k, v = cache.update(k, v)  # (B, h, T_past + T_k, d_k)
+        if is_causal and (mask is not None or k.shape[-2] != T_q):
+            raise ValueError(f"is_causal needs no mask and as many keys as queries, got mask "
+                             f"{None if mask is None else tuple(mask.shape)}, {T_q} queries "
+                             f"and {k.shape[-2]} keys")
         if mask is not None:
             check_mask(mask, (B, self.num_heads, T_q, k.shape[-2]))
         p = self.dropout.p if self.dropout.training else 0.0
         weights: Tensor | None = None
         if need_weights or self._recorder is not None:
+            if is_causal:  # the weights are asked for: the (T, T) mask is needed anyway
+                mask = causal_mask(T_q, q.device)
             out, weights = attention_with_weights(q, k, v, mask, dropout_p=p, scale=self.scale)
             if self._recorder is not None:
                 maps, name = self._recorder
                 maps[name] = weights.detach()
         else:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p,
-                                                 scale=self.scale)
+                                                 is_causal=is_causal, scale=self.scale)
         out = out.transpose(1, 2).reshape(B, T_q, self.d_model)  # (B, T_q, h * d_k)
         return self.out_proj(out), (weights if need_weights else None)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import inspect
 import math
 import os
 import sys
@@ -337,6 +338,15 @@ def _token_mean(logits: torch.Tensor, tgt_out: torch.Tensor, smoothing: float, p
     return loss_sum * world / total_tokens, summed[0] / total_tokens
 
 
+def _right_padded(tgt_in: torch.Tensor, pad_id: int) -> bool:
+    """Whether PAD only ever follows real tokens in each row (False for a tensor that is not
+    on the CPU: reading it would wait for the device)."""
+    if tgt_in.device.type != "cpu":
+        return False
+    pad = tgt_in == pad_id
+    return not bool((pad[:, :-1] & ~pad[:, 1:]).any())
+
+
 def _epoch_order(num_batches: int, seed: int, epoch: int) -> list[int]:
     # The order depends only on (seed, epoch), so a resumed run sees the same batches.
     g = torch.Generator().manual_seed(seed * 100_003 + epoch)
@@ -415,6 +425,10 @@ def train(
             _set_rng_state(saved[rank]["rng"], device)
         else:
             history = History.from_dict(state["history"])
+    # Checked once, on the host copies: which batches' targets are right-padded, for a model
+    # that can use it (Transformer.forward's tgt_is_causal).
+    takes_causal = "tgt_is_causal" in inspect.signature(model.forward).parameters
+    causal = [takes_causal and _right_padded(b.tgt_in, pad_id) for b in batches]
     net = model
     if world > 1:
         net = nn.parallel.DistributedDataParallel(
@@ -436,7 +450,8 @@ def train(
         for n, i in enumerate(bar, start=1):
             b = batches[i]
             src, tgt_in, tgt_out = b.src.to(device), b.tgt_in.to(device), b.tgt_out.to(device)
-            logits = net(src, tgt_in)  # (B, T, V)
+            # A right-padded target needs no (B, 1, T, T) mask: the causal kernels suffice.
+            logits = net(src, tgt_in, tgt_is_causal=True) if causal[i] else net(src, tgt_in)
             loss, logged = _token_mean(logits, tgt_out, config.label_smoothing, pad_id, world)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()

@@ -195,11 +195,15 @@ class Decoder(_Stack):
         tgt_mask: Tensor | None = None,
         memory_mask: Tensor | None = None,
         cache: DecoderCache | None = None,
+        tgt_is_causal: bool = False,
     ) -> Tensor:
-        """x (B, T, d_model), memory (B, S, d_model) -> (B, T, d_model); masks True = may attend."""
+        """x (B, T, d_model), memory (B, S, d_model) -> (B, T, d_model); masks True = may attend.
+
+        tgt_is_causal=True, with no tgt_mask: causal self-attention without a mask tensor."""
         for i, layer in enumerate(self.layers):
             x = layer(x, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
-                      cache=None if cache is None else cache.layers[i])
+                      cache=None if cache is None else cache.layers[i],
+                      tgt_is_causal=tgt_is_causal)
         return self.norm(x)
 
 
@@ -277,6 +281,8 @@ class Transformer(nn.Module):
         memory: Tensor,
         memory_mask: Tensor,
         cache: DecoderCache | None = None,
+        *,
+        tgt_is_causal: bool = False,
     ) -> Tensor:
         """tgt (B, T), memory (B, S, d_model), memory_mask (B, 1, 1, S) -> logits (B, T, V).
 
@@ -284,7 +290,13 @@ class Transformer(nn.Module):
         encoded (True = real token), so that no query attends to source padding. Without a
         cache, ``tgt`` is the whole prefix (causal and padding masks are built here). With a
         cache, ``tgt`` holds only the new tokens; earlier positions come from the cache, and
-        the new ones are numbered from ``cache.offset``.
+        the new ones are numbered from ``cache.offset``; one new token needs no mask at all.
+
+        ``tgt_is_causal=True`` promises that PAD only ever follows a row's real tokens (right
+        padding, as :func:`labformer.data.make_batches` and the decoders produce): then the
+        causal mask alone keeps every real position from the PAD keys, and the decoder's
+        self-attention runs on PyTorch's causal kernels with no (B, 1, T, T) mask built. Real
+        positions get the same logits; PAD positions (which no loss counts) differ.
         """
         if memory.dim() != 3 or memory.shape[0] != tgt.shape[0]:
             raise ValueError(f"memory must be (B, S, d_model) with B = {tgt.shape[0]}, "
@@ -296,23 +308,29 @@ class Transformer(nn.Module):
         T = tgt.shape[1]
         offset = 0 if cache is None else cache.offset
         x = self._embed(tgt, self.tgt_embed, offset)
-        if cache is None:
+        causal = cache is None and tgt_is_causal
+        mask: Tensor | None = None
+        if cache is None and not tgt_is_causal:
             mask = self.tgt_mask(tgt)  # (B, 1, T, T)
-        else:
+        elif cache is not None and T > 1:
             # New positions offset..offset+T-1 see every cached position and the causal part.
             mask = causal_mask(offset + T, tgt.device)[offset:]  # (T, offset + T)
-        x = self.decoder(x, memory, tgt_mask=mask, memory_mask=memory_mask, cache=cache)
+        # (One new token with a cache may attend to every position: no mask.)
+        x = self.decoder(x, memory, tgt_mask=mask, memory_mask=memory_mask, cache=cache,
+                         tgt_is_causal=causal)
         if cache is not None:
             cache.offset += T
         return self.generator(x)
 
-    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
-        """Teacher forcing: src (B, S), tgt_in (B, T) starting with BOS -> logits (B, T, V)."""
+    def forward(self, src: Tensor, tgt_in: Tensor, *, tgt_is_causal: bool = False) -> Tensor:
+        """Teacher forcing: src (B, S), tgt_in (B, T) starting with BOS -> logits (B, T, V).
+
+        ``tgt_is_causal``: tgt_in is right-padded, so no target mask is built (see decode)."""
         if src.shape[0] != tgt_in.shape[0]:
             raise ValueError(f"src and tgt_in batch sizes differ: {tuple(src.shape)} vs "
                              f"{tuple(tgt_in.shape)}")
         memory = self.encode(src)
-        return self.decode(tgt_in, memory, self.src_mask(src))
+        return self.decode(tgt_in, memory, self.src_mask(src), tgt_is_causal=tgt_is_causal)
 
     def new_cache(self) -> DecoderCache:
         """An empty cache for incremental decoding with :meth:`decode`."""

@@ -171,7 +171,10 @@ def test_attention_dropout_is_a_module_that_eval_switches_off(need_weights):
 def test_dtype_and_device_factory_arguments():
     mha = MultiHeadAttention(D, H, dtype=torch.float64, device="cpu")
     assert {p.dtype for p in mha.parameters()} == {torch.float64}
-    assert {p.device.type for p in mha.parameters()} == {"cpu"}
+    # "meta" (shapes, no storage) is a device other than the default on every machine.
+    meta = MultiHeadAttention(D, H, device="meta")
+    assert {p.device.type for p in meta.parameters()} == {"meta"}
+    assert meta(*(t.to("meta") for t in _inputs()))[0].device.type == "meta"
     q, k, v = (t.double() for t in _inputs())
     assert mha(q, k, v)[0].dtype == torch.float64
 
@@ -271,15 +274,20 @@ def test_record_attention_collects_and_detaches():
     assert_close(maps["b"], model["b"](q, q, q)[1].detach())
     maps.clear()
     model["a"](q, k, v)
-    assert maps == {} and model["a"]._recorder is None
+    assert maps == {}  # after the block, nothing is recorded any more
+    with record_attention(model["b"]) as again:  # and a new block records afresh
+        model["b"](q, q, q)
+    assert set(again) == {""} and maps == {}
 
 
 def test_record_attention_removed_after_exception():
     mha = MultiHeadAttention(D, H)
     with pytest.raises(RuntimeError):
-        with record_attention(mha):
+        with record_attention(mha) as maps:
             raise RuntimeError("boom")
-    assert mha._recorder is None
+    q, k, v = _inputs()
+    mha(q, k, v)
+    assert maps == {}  # the failed block left no recorder behind
 
 
 @settings(max_examples=25, deadline=None)
@@ -320,3 +328,23 @@ def test_scale_one_equals_default_with_queries_scaled_up(need_weights):
         mha.q_proj.weight.mul_((D // H) ** 0.5)
         mha.q_proj.bias.mul_((D // H) ** 0.5)
     assert_close(out, mha(q, k, v, mask=mask, need_weights=need_weights)[0])
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_is_causal_equals_the_causal_mask(need_weights):
+    from labformer.masks import causal_mask
+
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(D, H).eval()
+    x = torch.randn(2, 6, D)
+    masked, w_masked = mha(x, x, x, mask=causal_mask(6), need_weights=need_weights)
+    causal, w_causal = mha(x, x, x, is_causal=True, need_weights=need_weights)
+    assert_close(causal, masked)
+    if need_weights:
+        assert_close(w_causal, w_masked)
+        assert (w_causal.triu(1) == 0).all()
+    assert not_close(mha(x, x, x, need_weights=need_weights)[0], causal)  # it does mask
+    with pytest.raises(ValueError, match="is_causal needs no mask"):
+        mha(x, x, x, mask=causal_mask(6), is_causal=True)
+    with pytest.raises(ValueError, match="as many keys as queries"):
+        mha(x[:, :2], x, x, is_causal=True)

@@ -535,3 +535,63 @@ def test_pick_device_refuses_devices_that_cannot_run_here(monkeypatch, name, mat
     monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
     with pytest.raises(ValueError, match=match):
         pick_device(name)
+
+
+def _padded_batches(left: bool = False) -> list:
+    batches = _copy_batches(num=3)
+    for b in batches:
+        b.tgt_in[:3, 4:], b.tgt_out[:3, 3:] = 0, 0  # three shorter targets, right-padded
+        b.tgt_out[:3, 3] = 2
+        if left:
+            b.tgt_in = b.tgt_in.flip(1)
+    return batches
+
+
+def test_right_padded_targets_train_on_the_causal_path_with_the_same_numbers(monkeypatch):
+    flags = []
+    real_forward = Transformer.forward
+
+    def spy(self, src, tgt_in, *, tgt_is_causal=False):
+        flags.append(tgt_is_causal)
+        return real_forward(self, src, tgt_in, tgt_is_causal=tgt_is_causal)
+
+    monkeypatch.setattr(Transformer, "forward", spy)
+    h_causal = train(_model(), _padded_batches(), _config(2), device="cpu", progress=False)
+    assert flags == [True] * 6
+    flags.clear()
+    monkeypatch.setattr(train_mod, "_right_padded", lambda tgt_in, pad_id: False)
+    h_masked = train(_model(), _padded_batches(), _config(2), device="cpu", progress=False)
+    assert flags == [False] * 6
+    assert h_causal.step_loss == pytest.approx(h_masked.step_loss, abs=1e-6)
+    assert h_causal.step_grad_norm == pytest.approx(h_masked.step_grad_norm, abs=1e-5)
+    monkeypatch.undo()
+    assert not train_mod._right_padded(_padded_batches(left=True)[0].tgt_in, 0)
+    assert train_mod._right_padded(_padded_batches()[0].tgt_in, 0)
+
+
+def test_each_step_sees_only_its_own_gradient():
+    # Two steps on one batch, no clipping: the gradient the optimiser sees at step 2 is the
+    # fresh gradient of that step's loss, not the sum with step 1's (zero_grad every step).
+    from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+    model, batch = _model(dropout=0.0), _copy_batches(num=1)
+    config = _config(2, clip_norm=0.0, label_smoothing=0.1)
+    seen, fresh = [], []
+
+    def before_step(optimizer, args, kwargs):
+        seen.append([p.grad.clone() for p in model.parameters()])
+        twin = copy.deepcopy(model)
+        twin.zero_grad(set_to_none=True)
+        b = batch[0]
+        train_mod.label_smoothed_cross_entropy(twin(b.src, b.tgt_in), b.tgt_out, 0.1,
+                                               ignore_index=0).backward()
+        fresh.append([p.grad for p in twin.parameters()])
+
+    handle = register_optimizer_step_pre_hook(before_step)
+    try:
+        train(model, batch, config, device="cpu", progress=False)
+    finally:
+        handle.remove()
+    assert len(seen) == 2
+    for got, want in zip(seen[1], fresh[1], strict=True):
+        torch.testing.assert_close(got, want, atol=1e-6, rtol=1e-5)

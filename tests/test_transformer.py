@@ -256,8 +256,7 @@ def test_record_attention_on_transformer():
     assert_close(model(src, tgt), logits)  # recording does not change the result
     maps.clear()
     model(src, tgt)
-    assert maps == {}
-    assert all(m._recorder is None for m in model.modules() if hasattr(m, "_recorder"))
+    assert maps == {}  # no module records once the block is left
 
 
 def test_tied_embeddings_share_one_parameter():
@@ -265,9 +264,19 @@ def test_tied_embeddings_share_one_parameter():
     assert tied.generator.weight is tied.tgt_embed.weight
     assert untied.generator.weight is not untied.tgt_embed.weight
     assert untied.num_parameters() - tied.num_parameters() == V_TGT * 32
+    # The shared matrix's gradient is the sum of what it gets as an embedding and as the
+    # output layer: the same model untied, with both copies equal, splits it in two.
+    with torch.no_grad():
+        untied.load_state_dict(tied.state_dict())
+        untied.generator.weight.copy_(tied.tgt_embed.weight)
     src, tgt = _batch()
-    tied(src, tgt).sum().backward()
-    assert tied.generator.weight.grad is tied.tgt_embed.weight.grad
+    assert torch.equal(tied(src, tgt), untied(src, tgt))
+    tied(src, tgt).square().sum().backward()
+    untied(src, tgt).square().sum().backward()
+    both = untied.generator.weight.grad + untied.tgt_embed.weight.grad
+    assert untied.generator.weight.grad.abs().sum() > 0 and untied.tgt_embed.weight.grad.abs(
+    ).sum() > 0
+    assert_close(tied.tgt_embed.weight.grad, both, atol=1e-5, rtol=1e-5)
 
 
 def test_tie_embeddings_booleans_and_old_checkpoint_configs_still_load():
@@ -310,8 +319,13 @@ def test_tie_all_shares_one_matrix_between_embeddings_and_output():
     from_target = model.tgt_embed.weight.grad.clone()
     assert from_source.abs().sum() > 0 and from_target.abs().sum() > 0
     model.zero_grad()
-    model(src, tgt).sum().backward()
-    assert model.src_embed.weight.grad is model.generator.weight.grad
+    model(src, tgt).square().sum().backward()
+    # ... and the whole model's gradient is the sum over the three places it is used.
+    split = Transformer(cfg.replace(tie_embeddings="none"))
+    split.load_state_dict(model.state_dict())  # the one matrix copied to its three places
+    split(src, tgt).square().sum().backward()
+    three = split.src_embed.weight.grad + split.tgt_embed.weight.grad + split.generator.weight.grad
+    assert_close(model.src_embed.weight.grad, three, atol=1e-5, rtol=1e-5)
 
 
 def test_positional_none_makes_the_encoder_permutation_equivariant():
@@ -529,3 +543,48 @@ def test_factory_dtype(positional):
     out = m64(src, tgt)
     assert out.dtype == torch.float64
     assert_close(out, m32(src, tgt).double(), atol=1e-4)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_causal_flag_equals_the_masked_path_at_every_real_position(norm_first, monkeypatch):
+    masked_model, causal_model = _model(norm_first=norm_first), _model(norm_first=norm_first)
+    src, tgt = _batch()
+    tgt[1, 3:] = 0  # right padding, as make_batches and the decoders produce
+    real = (tgt != 0)[..., None]
+    masked = masked_model(src, tgt)
+
+    def no_mask(*args, **kwargs):
+        raise AssertionError("the causal path must not build a target mask")
+
+    monkeypatch.setattr(Transformer, "tgt_mask", no_mask)
+    causal = causal_model(src, tgt, tgt_is_causal=True)
+    assert_close(causal * real, masked * real)
+    assert not_close(causal, masked)  # PAD positions differ: no loss reads them
+    # What a loss reads (real positions only) has the same gradient on both paths.
+    (causal.square() * real).sum().backward()
+    (masked.square() * real).sum().backward()
+    for (name, p), q in zip(causal_model.named_parameters(), masked_model.parameters(),
+                            strict=True):
+        assert_close(p.grad, q.grad), name
+
+
+def test_cached_one_token_decoding_builds_no_mask(monkeypatch):
+    from labformer import transformer as transformer_mod
+    from labformer.decoding import greedy_decode
+
+    model = _model()
+    src, _ = _batch()
+    uncached = greedy_decode(model, src, max_len=8, use_cache=False, eos_id=-1)
+    built = []
+    real_causal = transformer_mod.causal_mask
+    monkeypatch.setattr(transformer_mod, "causal_mask",
+                        lambda *a, **k: built.append(a) or real_causal(*a, **k))
+    monkeypatch.setattr(Transformer, "tgt_mask", lambda *a: built.append(a))
+    cached = greedy_decode(model, src, max_len=8, use_cache=True, eos_id=-1)
+    assert built == [] and torch.equal(cached, uncached)
+    # Several new tokens at once still get the causal part of the mask.
+    cache = model.new_cache()
+    memory, memory_mask = model.encode(src), model.src_mask(src)
+    model.decode(torch.ones(2, 1, dtype=torch.long), memory, memory_mask, cache)
+    model.decode(torch.full((2, 3), 5), memory, memory_mask, cache)
+    assert len(built) == 1
