@@ -91,7 +91,8 @@ def attention_with_weights(
             f"and value {tuple(value.shape)}"
         )
     try:  # leading (batch, head) dims must broadcast, else matmul fails with a RuntimeError
-        torch.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
+        torch.broadcast_shapes(  # type: ignore[no-untyped-call]
+            query.shape[:-2], key.shape[:-2], value.shape[:-2])
     except RuntimeError:
         raise ValueError(
             "query, key and value batch dims do not broadcast, got "
@@ -192,12 +193,14 @@ class AdditiveAttention(Scorer):
 
     def prepare_keys(self, keys: Tensor) -> Tensor:
         """keys (B, S, d_k) -> W_k k + b (B, S, hidden): independent of the decoder step."""
-        return self.w_key(keys)
+        projected: Tensor = self.w_key(keys)
+        return projected
 
     def score_prepared(self, query: Tensor, prepared: Tensor) -> Tensor:
         """query (B, d_q), prepared keys (B, S, hidden) -> scores (B, S)."""
         hidden = torch.tanh(self.w_query(query).unsqueeze(1) + prepared)  # (B, S, hidden)
-        return self.v(hidden).squeeze(-1)
+        scores: Tensor = self.v(hidden)
+        return scores.squeeze(-1)
 
 
 class DotAttention(Scorer):
@@ -229,7 +232,8 @@ class GeneralAttention(Scorer):
 
     def prepare_keys(self, keys: Tensor) -> Tensor:
         """keys (B, S, d_k) -> W k (B, S, d_q): independent of the decoder step."""
-        return self.w(keys)
+        projected: Tensor = self.w(keys)
+        return projected
 
     def score_prepared(self, query: Tensor, prepared: Tensor) -> Tensor:
         """query (B, d_q), prepared keys (B, S, d_q) -> scores (B, S)."""

@@ -40,7 +40,8 @@ class FeedForward(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         """x (B, T, d_model) -> (B, T, d_model), each position independently."""
-        return self.linear2(self.dropout(F.relu(self.linear1(x))))
+        out: Tensor = self.linear2(self.dropout(F.relu(self.linear1(x))))
+        return out
 
 
 def residual(
@@ -141,10 +142,12 @@ class EncoderLayer(nn.Module):
         """x (B, S, d_model) -> (B, S, d_model); mask broadcastable to (B, h, S, S),
         True = may attend (keyword-only: torch's positional src_mask means the opposite)."""
         x = self.sublayer1(x, self._sa_block, mask)
-        return self.sublayer2(x, self.ffn)
+        out: Tensor = self.sublayer2(x, self.ffn)
+        return out
 
     def _sa_block(self, x: Tensor, mask: Tensor | None) -> Tensor:
-        return self.self_attn(x, x, x, mask=mask, need_weights=False)[0]
+        out: Tensor = self.self_attn(x, x, x, mask=mask, need_weights=False)[0]
+        return out
 
     @classmethod
     def from_torch(cls, layer: nn.TransformerEncoderLayer) -> EncoderLayer:
@@ -205,17 +208,21 @@ class DecoderLayer(nn.Module):
         self_cache, cross_cache = cache if cache is not None else (None, None)
         x = self.sublayer1(x, self._sa_block, tgt_mask, self_cache, tgt_is_causal)
         x = self.sublayer2(x, self._ca_block, memory, memory_mask, cross_cache)
-        return self.sublayer3(x, self.ffn)
+        out: Tensor = self.sublayer3(x, self.ffn)
+        return out
 
     def _sa_block(self, x: Tensor, mask: Tensor | None, cache: KVCache | None,
                   is_causal: bool = False) -> Tensor:
-        return self.self_attn(x, x, x, mask=mask, need_weights=False, cache=cache,
-                              is_causal=is_causal)[0]
+        out: Tensor = self.self_attn(x, x, x, mask=mask, need_weights=False, cache=cache,
+                                     is_causal=is_causal)[0]
+        return out
 
     def _ca_block(
         self, x: Tensor, memory: Tensor, mask: Tensor | None, cache: KVCache | None
     ) -> Tensor:
-        return self.cross_attn(x, memory, memory, mask=mask, need_weights=False, cache=cache)[0]
+        out: Tensor = self.cross_attn(x, memory, memory, mask=mask, need_weights=False,
+                                      cache=cache)[0]
+        return out
 
     @classmethod
     def from_torch(cls, layer: nn.TransformerDecoderLayer) -> DecoderLayer:

@@ -59,7 +59,7 @@ def setup_notebook(seed: int = 0, precision: int = 4, threads: int | None = 1) -
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
-    torch.set_printoptions(precision=precision, sci_mode=False)
+    torch.set_printoptions(precision=precision, sci_mode=False)  # type: ignore[no-untyped-call]
     # legacy="1.25": NumPy scalars print as 0.5, not np.float64(0.5), in outputs and in the
     # numbers a chapter glues into its prose (myst-nb parses the printed value).
     np.set_printoptions(precision=precision, suppress=True, legacy="1.25")
@@ -90,7 +90,7 @@ def _inline_figures() -> None:
     from matplotlib.figure import Figure
     from matplotlib_inline.backend_inline import set_matplotlib_formats
 
-    set_matplotlib_formats("retina")
+    set_matplotlib_formats("retina")  # type: ignore[no-untyped-call]
     png = shell.display_formatter.formatters["image/png"]
     draw = png.lookup_by_type(Figure)
     if getattr(draw, "_labformer_closes", False):
@@ -221,4 +221,4 @@ def evidence(title: str = "") -> Iterator[Evidence]:
     if get_ipython() is None:
         print(ev)
     else:
-        display(ev)
+        display(ev)  # type: ignore[no-untyped-call]

@@ -75,7 +75,8 @@ class _Positions(nn.Module):
                 "build the model with a larger max_len"
             )
         table = self.table()
-        return self.dropout(x if table is None else x + table[offset : offset + T])
+        out: Tensor = self.dropout(x if table is None else x + table[offset : offset + T])
+        return out
 
 
 class PositionalEncoding(_Positions):

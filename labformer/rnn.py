@@ -197,11 +197,14 @@ class Seq2SeqRNN(nn.Module):
         -> context c_t (B, H), weights (B, S) over enc.memory."""
         if self.attn is None:
             raise ValueError("attention='none' has no attention step: the decoder reads only s_0")
+        context: tuple[Tensor, Tensor]
         if isinstance(self.attn, _SourceArticleAttention):
-            return self.attn(self.tgt_embed(prev_tokens), hidden, enc.memory, enc.src_mask)
+            context = self.attn(self.tgt_embed(prev_tokens), hidden, enc.memory, enc.src_mask)
+            return context
         # Query s_{t-1}; keys and values are the memory: (B, H), (B, S).
-        return self.attn(hidden, enc.memory, enc.memory, mask=enc.src_mask,
-                         prepared_keys=enc.keys)
+        context = self.attn(hidden, enc.memory, enc.memory, mask=enc.src_mask,
+                            prepared_keys=enc.keys)
+        return context
 
     def step(
         self, prev_tokens: Tensor, hidden: Tensor, enc: EncoderOutput
@@ -291,4 +294,5 @@ class TeacherForcedRNN(nn.Module):
         self.config = rnn.config
 
     def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
-        return self.rnn(src, tgt_in)[0]  # (B, T, V); the weights are not needed for the loss
+        logits: Tensor = self.rnn(src, tgt_in)[0]  # (B, T, V); the loss needs no weights
+        return logits

@@ -270,7 +270,7 @@ def _loadable(value: Any, where: str) -> Any:
                     f"(weights_only): store plain data (numbers, strings, lists, dicts) or tensors")
 
 
-def save_checkpoint(path: str | os.PathLike, state: dict) -> None:
+def save_checkpoint(path: str | os.PathLike[str], state: dict[str, Any]) -> None:
     """Write ``state`` to ``path`` atomically: a temporary file in the same folder, then rename.
 
     Only what :func:`load_checkpoint` can read back is written: NumPy numbers and arrays are
@@ -290,7 +290,8 @@ def save_checkpoint(path: str | os.PathLike, state: dict) -> None:
         raise
 
 
-def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict:
+def load_checkpoint(path: str | os.PathLike[str], map_location: str | torch.device = "cpu"
+                    ) -> dict[str, Any]:
     """Read a checkpoint written by :func:`save_checkpoint` (tensors and plain data only)."""
     path = Path(path)
     if not path.is_file():
@@ -355,13 +356,13 @@ def _epoch_order(num_batches: int, seed: int, epoch: int) -> list[int]:
 
 def train(
     model: nn.Module,
-    batches: Sequence,
+    batches: Sequence[Any],
     config: TrainConfig = TrainConfig(),
     *,
     valid_fn: Callable[[nn.Module], float] | None = None,
-    checkpoint: str | os.PathLike | None = None,
+    checkpoint: str | os.PathLike[str] | None = None,
     resume: bool = False,
-    extra_state: dict | None = None,
+    extra_state: dict[str, Any] | None = None,
     device: str | torch.device = "auto",
     progress: bool | None = None,
     valid_every: int = 1,
@@ -454,7 +455,7 @@ def train(
             logits = net(src, tgt_in, tgt_is_causal=True) if causal[i] else net(src, tgt_in)
             loss, logged = _token_mean(logits, tgt_out, config.label_smoothing, pad_id, world)
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            loss.backward()  # type: ignore[no-untyped-call]
             # With max_norm = inf the gradients are only measured (scaled by exactly 1).
             norm = nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm or math.inf)
             norms.append(norm.detach())

@@ -158,7 +158,8 @@ class Encoder(_Stack):
         """x (B, S, d_model), mask (B, 1, 1, S), True = real token -> memory (B, S, d_model)."""
         for layer in self.layers:
             x = layer(x, mask=mask)
-        return self.norm(x)
+        out: Tensor = self.norm(x)
+        return out
 
 
 class DecoderCache:
@@ -204,7 +205,8 @@ class Decoder(_Stack):
             x = layer(x, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
                       cache=None if cache is None else cache.layers[i],
                       tgt_is_causal=tgt_is_causal)
-        return self.norm(x)
+        out: Tensor = self.norm(x)
+        return out
 
 
 class Transformer(nn.Module):
@@ -269,11 +271,13 @@ class Transformer(nn.Module):
                              f"{tuple(tokens.shape)}")
         check_token_ids(tokens, table.num_embeddings)
         x = table(tokens) * math.sqrt(self.config.d_model)  # (B, T, d_model)
-        return self.positions(x, offset)
+        out: Tensor = self.positions(x, offset)
+        return out
 
     def encode(self, src: Tensor) -> Tensor:
         """src (B, S) token ids -> memory (B, S, d_model). Decode it with ``self.src_mask(src)``."""
-        return self.encoder(self._embed(src, self.src_embed), mask=self.src_mask(src))
+        memory: Tensor = self.encoder(self._embed(src, self.src_embed), mask=self.src_mask(src))
+        return memory
 
     def decode(
         self,
@@ -320,7 +324,8 @@ class Transformer(nn.Module):
                          tgt_is_causal=causal)
         if cache is not None:
             cache.offset += T
-        return self.generator(x)
+        logits: Tensor = self.generator(x)
+        return logits
 
     def forward(self, src: Tensor, tgt_in: Tensor, *, tgt_is_causal: bool = False) -> Tensor:
         """Teacher forcing: src (B, S), tgt_in (B, T) starting with BOS -> logits (B, T, V).

@@ -63,7 +63,8 @@ MAX_BEAM = 64  # hypotheses: a wider beam costs memory and time and does not tra
 BEAM_ROWS = 1024  # sentences x hypotheses decoded at once with beam search
 
 
-def build_model(src_vocab: Vocab, tgt_vocab: Vocab, seed: int = 0, **overrides) -> Transformer:
+def build_model(src_vocab: Vocab, tgt_vocab: Vocab, seed: int = 0, **overrides: Any
+                ) -> Transformer:
     """The translator's Transformer (MODEL_DEFAULTS, with overrides) for these vocabularies.
 
     The special ids (PAD, BOS, EOS, UNK) are the vocabulary's, written into the model's config:
@@ -130,7 +131,7 @@ class Translator:
         return self.model.config.max_len - 1
 
     @classmethod
-    def from_checkpoint(cls, path: str | os.PathLike, device: str | torch.device = "cpu"
+    def from_checkpoint(cls, path: str | os.PathLike[str], device: str | torch.device = "cpu"
                         ) -> Translator:
         """Load a checkpoint written by :func:`train_translator` (or ``labformer train``)."""
         state = load_checkpoint(path, map_location="cpu")
@@ -273,7 +274,7 @@ def _same_entry(key: str, saved: Any, value: Any) -> bool:
         return False
 
 
-def check_resumable(checkpoint: str | os.PathLike, expected: dict[str, Any]) -> None:
+def check_resumable(checkpoint: str | os.PathLike[str], expected: dict[str, Any]) -> None:
     """ValueError unless ``checkpoint`` was trained on the same data, model and settings.
 
     ``expected``: the entries of the new run's checkpoint state (vocabularies, configuration,
@@ -310,14 +311,14 @@ def train_translator(
     epochs: int | None = None,
     seed: int | None = None,
     batch_size: int = BATCH_SIZE,
-    model_overrides: dict | None = None,
+    model_overrides: dict[str, Any] | None = None,
     train_config: TrainConfig | None = None,
     device: str | torch.device = "auto",
-    checkpoint: str | os.PathLike | None = None,
+    checkpoint: str | os.PathLike[str] | None = None,
     resume: bool = False,
     progress: bool | None = None,
     valid_size: int = VALID_SENTENCES,
-    extra_state: dict | None = None,
+    extra_state: dict[str, Any] | None = None,
     src_lang: str = "fr",
     tgt_lang: str = "en",
     tokenizer: str | None = None,

@@ -68,7 +68,9 @@ class TextCodec:
         if self.kind == "words":
             return words_tokenize(text)
         tokenizer, _ = _moses(self.lang)
-        return tokenizer.tokenize(text, escape=False, protected_patterns=list(_PROTECTED))
+        tokens: list[str] = tokenizer.tokenize(text, escape=False,
+                                               protected_patterns=list(_PROTECTED))
+        return tokens
 
     def detokenize(self, tokens: Iterable[str]) -> str:
         """Text of ``tokens``: the inverse of :meth:`tokenize` up to normalisation."""
@@ -76,7 +78,8 @@ class TextCodec:
         if self.kind == "words":
             return words_detokenize(tokens)
         _, detokenizer = _moses(self.lang)
-        return detokenizer.detokenize(tokens)
+        text: str = detokenizer.detokenize(tokens)
+        return text
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for a checkpoint; :meth:`from_dict` reads it back."""
