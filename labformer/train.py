@@ -3,8 +3,8 @@
 The loop knows nothing about the model beyond ``model(src, tgt_in) -> logits`` and its padding
 id ``model.config.pad_id`` (left out of the loss), and nothing about the data beyond a list of
 :class:`labformer.data.Batch`-like objects (``src``, ``tgt_in``, ``tgt_out``). Weight decay
-applies to weight matrices only; biases, norms and embeddings are not decayed (as nanoGPT's
-``configure_optimizers``). Checkpoints are written atomically and hold everything needed to
+applies to weight matrices only; biases, norms and embeddings are not decayed (minGPT's rule;
+see :func:`optimizer_groups`). Checkpoints are written atomically and hold everything needed to
 resume, the random state of every process included: a resumed run continues exactly as an
 uninterrupted one would (same seed, same numbers). Under ``torchrun`` the same loop runs
 data-parallel (DistributedDataParallel; gloo on CPU, NCCL on GPU).
@@ -184,8 +184,13 @@ def optimizer_groups(model: nn.Module, weight_decay: float) -> list[dict[str, An
     """Two AdamW parameter groups: weight matrices decay; biases, norms, embeddings do not.
 
     Decay pulls weights towards 0. For an embedding row or a norm's gain that is a bias, not a
-    regulariser (nanoGPT's ``configure_optimizers`` splits the same way). A tied weight (an
-    embedding shared with the output layer) is an embedding, so it does not decay.
+    regulariser. This is minGPT's ``configure_optimizers`` rule (only Linear weights decay);
+    nanoGPT's decays every parameter of 2 or more dimensions, embeddings included.
+
+    Tied embeddings (``TransformerConfig.tie_embeddings``): the output layer's weight *is* the
+    target embedding, an embedding, so it does not decay either. Tying therefore takes weight
+    decay off the output layer, which an untied model decays (nanoGPT, which ties, decays the
+    shared matrix).
     """
     no_decay: set[int] = set()
     for module in model.modules():
