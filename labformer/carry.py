@@ -137,6 +137,12 @@ class Carry:
         # frequent ones first among them (the model has learned to copy those).
         same = [t for t in words if t in tgt_vocab and t.isalpha() and len(t) > 2]
         self.names = sorted(same, key=lambda t: not t[:1].isupper())
+        # Clock times the model has written whose hour and minutes it reads: "10 h 50"
+        # -> "10:50" was (most likely) a training pair. A time it lacks is read as the
+        # nearest of these, a phrase it knows.
+        self.clocks = sorted(
+            (int(m.group(1)), m.group(2)) for m in map(_OUT_TIME.fullmatch, tgt_vocab.itos)
+            if m and m.group(1) in src_vocab and m.group(2) in src_vocab)
         self.decimal_comma = src_text.lang == "fr" or any("," in t for t in self.numbers)
 
     @classmethod
@@ -223,6 +229,14 @@ class Carry:
                         "time", hour=int(token),
                         minute=int(minute_tok) if has_minute else None))
                     end = j + 1 + has_minute
+                    known = all(t in self.src_vocab for t in (token, minute_tok))
+                    if has_minute and not known and self.clocks:
+                        wanted = 60 * (int(token) % 12) + int(minute_tok)
+                        hour, minute = min(self.clocks, key=lambda c: (
+                            abs(60 * (c[0] % 12) + int(c[1]) - wanted), c))
+                        out += [str(hour), nxt, minute]
+                        i = end
+                        continue
                     for k, t in enumerate(tokens[i:end]):
                         near = None if t in _HOUR_MARKS or t in self.src_vocab \
                             else self.nearest_number(t, below=25 if k == 0 else 60)

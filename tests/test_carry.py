@@ -24,7 +24,7 @@ def carry() -> Carry:
 
 def test_unknown_numbers_become_known_ones_of_the_same_shape(carry):
     p = carry.prepare("Il est 10 h 45.")
-    assert p.text == "Il est 9 h 30."  # the nearest known hour and minutes
+    assert p.text == "Il est 9 h 15."  # the nearest clock time the model has written
     assert p.numbers == [NumberGroup("time", hour=10, minute=45)]
     p = carry.prepare("Le billet coûte 7,25 euros.")
     assert p.text == "Le billet coûte 10,50 euros." and p.numbers[0].text == "7.25"
