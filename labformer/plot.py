@@ -7,7 +7,7 @@ imported here only, so the models never depend on a plotting library.
 ``attention_explorer`` returns an interactive plotly view instead. It needs no plotly import:
 the output carries the figure as plotly JSON (JupyterLab's plotly renderer draws it) and as a
 small HTML block that the book's ``labformer-explorer.js`` draws with the one local copy of
-``plotly.min.js`` (book/_ext/labformer_book.py copies it at build time: no CDN, nothing inline).
+``plotly.js`` (the cartesian bundle shipped in book/_static/vendor: no CDN, nothing inline).
 """
 
 from __future__ import annotations

@@ -148,7 +148,12 @@ def test_explorer_marker_matches_the_book_extension():
     spec.loader.exec_module(ext)
     block = attention_explorer(torch.rand(2, 2), ["a", "b"]).to_html()
     assert ext.EXPLORER_MARKER in block
-    assert ext.plotly_js_path().stat().st_size > 1_000_000  # the real plotly.js bundle
+    bundle = ext.plotly_js_path()  # the real plotly.js cartesian bundle, at plotly's version
+    assert 1_000_000 < bundle.stat().st_size < 2_000_000
+    import plotly
+
+    shipped = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    assert f"plotly.js v{ext.PLOTLY_VERSION}" in shipped.read_text(encoding="utf-8")[:200]
 
 
 def test_panels_one_width_and_helpers_fit_it():

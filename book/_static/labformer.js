@@ -1,5 +1,6 @@
 /* labformer book: a figure shown narrower than its own size (on a phone, say) opens at full
-   size in a scrolling layer when tapped or clicked; Escape, a tap or a click closes it. */
+   size in a scrolling layer when tapped or clicked; Escape, a tap or a click closes it. A tap
+   on a figure never navigates away from the page. */
 (function () {
   "use strict";
   var SELECTOR = ".bd-content div.cell_output img, .bd-content figure img";
@@ -28,9 +29,14 @@
     dialog.showModal();
   }
 
+  // Sphinx links a scaled figure to its bare PNG: a tap would leave the chapter. The figure
+  // opens in place instead (zoomed when it is shown smaller than its size), never elsewhere.
   document.addEventListener("click", function (event) {
     var img = event.target.closest && event.target.closest(SELECTOR);
-    if (img && img.classList.contains("lf-zoomable")) open(img);
+    if (!img) return;
+    var link = img.closest("a[href]");
+    if (link && /(^|\/)_images\//.test(link.getAttribute("href"))) event.preventDefault();
+    if (img.classList.contains("lf-zoomable")) open(img);
   });
   window.addEventListener("load", mark);
   window.addEventListener("resize", mark);
