@@ -104,14 +104,13 @@ def _specials(model: DecodingModel, pad_id: int | None = None, bos_id: int | Non
                      cfg.eos_id if eos_id is None else eos_id)
 
 
-def _check_src(model: DecodingModel, src: Tensor, max_len: int) -> Tensor:
+def _check_src(src: Tensor) -> Tensor:
+    """src as (B, S) integer ids (a single sentence (S,) becomes one row)."""
     if src.dim() == 1:
         src = src.unsqueeze(0)
     if src.dim() != 2 or src.is_floating_point():
         raise ValueError(f"src must be integer ids (B, S) or (S,), got {src.dtype} "
                          f"{tuple(src.shape)}")
-    if max_len < 1:
-        raise ValueError(f"max_len must be at least 1, got {max_len}")
     return src
 
 
@@ -169,7 +168,9 @@ def greedy_decode(
     never stop passes ``eos_id=-1``).
     """
     ids = _specials(model, pad_id, bos_id, eos_id)
-    src = _check_src(model, src, max_len)
+    src = _check_src(src)
+    if max_len < 1:
+        raise ValueError(f"max_len must be at least 1, got {max_len}")
     B = src.shape[0]
     memory, memory_mask = model.encode(src), model.src_mask(src)
     bos = torch.full((B, 1), ids.bos, dtype=torch.long, device=src.device)
@@ -197,7 +198,7 @@ def sequence_log_prob(model: DecodingModel, src: Tensor, tokens: Tensor) -> Tens
     """
     ids = _specials(model)
     bos_id, pad_id = ids.bos, ids.pad
-    src = _check_src(model, src, 1)
+    src = _check_src(src)
     if tokens.dim() != 2 or tokens.shape[0] != src.shape[0]:
         raise ValueError(f"tokens must be (B, L) with B = {src.shape[0]}, got "
                          f"{tuple(tokens.shape)}")
@@ -252,7 +253,7 @@ def beam_search(
         raise ValueError(f"length_penalty (alpha) must be >= 0, got {length_penalty}")
     ids = _specials(model, pad_id, bos_id, eos_id)
     bos_id, eos_id, pad_id = ids.bos, ids.eos, ids.pad
-    src = _check_src(model, src, 1)
+    src = _check_src(src)
     B, K, device = src.shape[0], beam_size, src.device
     limits = _row_limits(max_len, B)
 

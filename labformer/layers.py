@@ -11,7 +11,7 @@ sublayer's output replaces its input) and ``scale_scores=False`` drops the 1/sqr
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import torch
 import torch.nn.functional as F
@@ -101,17 +101,12 @@ class ResidualSublayer(nn.Module):
         return f"norm_first={self.norm_first}" + ("" if self.residual else ", residual=False")
 
 
-class EncoderLayer(nn.Module):
-    """Two sublayers: self-attention, then the feed-forward network.
+class _LayerBase(nn.Module):
+    """What both layer types share: their arguments, and building the sublayers in order
+    (self-attention, cross-attention for a decoder layer, the FFN, one residual sublayer
+    around each)."""
 
-    Args:
-        d_model, num_heads, d_ff: sizes, as in the paper.
-        dropout: on the attention weights, inside the FFN and on each residual branch.
-        norm_first: False for Post-LN (the paper), True for Pre-LN.
-        layer_norm_eps, device, dtype: as in ``torch.nn.TransformerEncoderLayer``.
-        residual: False drops every skip connection (an ablation; norms stay in place).
-        scale_scores: False leaves the attention scores undivided by sqrt(d_k) (an ablation).
-    """
+    _cross_attention: ClassVar[bool] = False  # True in DecoderLayer
 
     def __init__(
         self,
@@ -132,11 +127,29 @@ class EncoderLayer(nn.Module):
         self.norm_first = norm_first
         attn: dict[str, Any] = {"dropout": dropout, "scale": None if scale_scores else 1.0}
         self.self_attn = MultiHeadAttention(d_model, num_heads, **attn, **factory)
+        if self._cross_attention:
+            self.cross_attn = MultiHeadAttention(d_model, num_heads, **attn, **factory)
         self.ffn = FeedForward(d_model, d_ff, dropout, **factory)
         sub = (d_model, dropout, norm_first, layer_norm_eps)
         sub_kw: dict[str, Any] = {"residual": residual, **factory}
         self.sublayer1 = ResidualSublayer(*sub, **sub_kw)  # around self-attention
-        self.sublayer2 = ResidualSublayer(*sub, **sub_kw)  # around the FFN
+        # Encoder: around the FFN. Decoder: around cross-attention, then sublayer3, the FFN.
+        self.sublayer2 = ResidualSublayer(*sub, **sub_kw)
+        if self._cross_attention:
+            self.sublayer3 = ResidualSublayer(*sub, **sub_kw)
+
+
+class EncoderLayer(_LayerBase):
+    """Two sublayers: self-attention, then the feed-forward network.
+
+    Args:
+        d_model, num_heads, d_ff: sizes, as in the paper.
+        dropout: on the attention weights, inside the FFN and on each residual branch.
+        norm_first: False for Post-LN (the paper), True for Pre-LN.
+        layer_norm_eps, device, dtype: as in ``torch.nn.TransformerEncoderLayer``.
+        residual: False drops every skip connection (an ablation; norms stay in place).
+        scale_scores: False leaves the attention scores undivided by sqrt(d_k) (an ablation).
+    """
 
     def forward(self, x: Tensor, *, mask: Tensor | None = None) -> Tensor:
         """x (B, S, d_model) -> (B, S, d_model); mask broadcastable to (B, h, S, S),
@@ -155,38 +168,13 @@ class EncoderLayer(nn.Module):
         return _from_torch(cls, layer)
 
 
-class DecoderLayer(nn.Module):
+class DecoderLayer(_LayerBase):
     """Three sublayers: masked self-attention, cross-attention on the memory, feed-forward.
 
     Args: as :class:`EncoderLayer`.
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        num_heads: int,
-        d_ff: int,
-        dropout: float = 0.0,
-        norm_first: bool = False,
-        layer_norm_eps: float = 1e-5,
-        *,
-        residual: bool = True,
-        scale_scores: bool = True,
-        device: torch.device | str | None = None,
-        dtype: torch.dtype | None = None,
-    ) -> None:
-        super().__init__()
-        factory: dict[str, Any] = {"device": device, "dtype": dtype}
-        self.norm_first = norm_first
-        attn: dict[str, Any] = {"dropout": dropout, "scale": None if scale_scores else 1.0}
-        self.self_attn = MultiHeadAttention(d_model, num_heads, **attn, **factory)
-        self.cross_attn = MultiHeadAttention(d_model, num_heads, **attn, **factory)
-        self.ffn = FeedForward(d_model, d_ff, dropout, **factory)
-        sub = (d_model, dropout, norm_first, layer_norm_eps)
-        sub_kw: dict[str, Any] = {"residual": residual, **factory}
-        self.sublayer1 = ResidualSublayer(*sub, **sub_kw)  # around masked self-attention
-        self.sublayer2 = ResidualSublayer(*sub, **sub_kw)  # around cross-attention
-        self.sublayer3 = ResidualSublayer(*sub, **sub_kw)  # around the FFN
+    _cross_attention = True
 
     def forward(
         self,

@@ -53,9 +53,6 @@ class _Positions(nn.Module):
         d_model: int,
         max_len: int = 512,
         dropout: float = 0.0,
-        *,
-        device: torch.device | str | None = None,  # unused here; the subclasses' tables
-        dtype: torch.dtype | None = None,  # take them
     ) -> None:
         super().__init__()
         self.d_model, self.max_len = d_model, max_len
@@ -127,6 +124,19 @@ class LearnedPositionalEncoding(_Positions):
 class NoPositionalEncoding(_Positions):
     """No position signal at all, only the dropout (an ablation: without positions, attention
     cannot tell word order). ``max_len`` still bounds the lengths, as in the other two."""
+
+    def __init__(
+        self,
+        d_model: int,
+        max_len: int = 512,
+        dropout: float = 0.0,
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        # device and dtype: the constructor the other two have; with no table, nothing to place.
+        del device, dtype
+        super().__init__(d_model, max_len, dropout)
 
     def table(self) -> None:
         return None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import inspect
 import math
 import os
@@ -24,7 +25,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import torch
 import torch.distributed as dist
@@ -46,6 +47,8 @@ __all__ = [
 ]
 
 CHECKPOINT_FORMAT = "labformer-checkpoint-1"
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 LOG_EVERY = 50  # optimiser steps between two loss values on the progress bar
 
 
@@ -359,6 +362,28 @@ def _epoch_order(num_batches: int, seed: int, epoch: int) -> list[int]:
     return torch.randperm(num_batches, generator=g).tolist()
 
 
+def _restores_global_rng(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Run ``fn`` in a fork of torch's global random state (CPU, and the training GPU).
+
+    Dropout draws from the global generator (``nn.Dropout`` takes no generator), so training
+    seeds it; the fork gives the caller's state back afterwards, as if training drew nothing.
+    """
+    @functools.wraps(fn)
+    def forked(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        device = kwargs.get("device", "auto")
+        device = pick_device(device) if isinstance(device, str) else device
+        gpus: list[int] = []
+        if isinstance(device, torch.device) and device.type == "cuda":
+            world = int(os.environ.get("WORLD_SIZE", "1"))
+            gpus = [int(os.environ.get("LOCAL_RANK", "0")) if world > 1
+                    else device.index if device.index is not None
+                    else torch.cuda.current_device()]
+        with torch.random.fork_rng(devices=gpus):
+            return fn(*args, **kwargs)
+    return forked
+
+
+@_restores_global_rng
 def train(
     model: nn.Module,
     batches: Sequence[Any],
@@ -398,7 +423,8 @@ def train(
     if world > 1 and device.type == "cuda":
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", rank)))
         torch.cuda.set_device(device)  # before any NCCL collective
-    # Dropout differs between ranks; the batch order does not depend on the RNG at all.
+    # Dropout differs between ranks; the batch order does not depend on the RNG at all. The
+    # caller's random state comes back on return (_restores_global_rng).
     torch.manual_seed(config.seed + rank)
     model.to(device)
     steps = len(batches) // world  # equal step counts keep the ranks in lockstep

@@ -124,26 +124,8 @@ class _Stack(nn.Module):
     """What the encoder and decoder share: N identical layers, then a final LayerNorm in the
     Pre-LN form (where the residual stream is never normalised otherwise); none in Post-LN."""
 
-    def __init__(
-        self,
-        layer: type[EncoderLayer] | type[DecoderLayer],
-        num_layers: int,
-        cfg: TransformerConfig,
-        device: torch.device | str | None,
-        dtype: torch.dtype | None,
-    ) -> None:
-        super().__init__()
-        factory: dict[str, Any] = {"device": device, "dtype": dtype}
-        self.layers = nn.ModuleList(
-            layer(cfg.d_model, cfg.num_heads, cfg.d_ff, cfg.dropout, cfg.norm_first,
-                  residual=cfg.residual, scale_scores=cfg.scale_scores, **factory)
-            for _ in range(num_layers)  # N separate modules: no weights shared between layers
-        )
-        self.norm = nn.LayerNorm(cfg.d_model, **factory) if cfg.norm_first else nn.Identity()
-
-
-class Encoder(_Stack):
-    """N encoder layers (Figure 1, left), as ``nn.TransformerEncoder``."""
+    _layer: ClassVar[type[EncoderLayer] | type[DecoderLayer]]  # the layer type, and
+    _depth: ClassVar[str]  # the TransformerConfig field that counts them
 
     def __init__(
         self,
@@ -152,7 +134,21 @@ class Encoder(_Stack):
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
     ) -> None:
-        super().__init__(EncoderLayer, cfg.num_encoder_layers, cfg, device, dtype)
+        super().__init__()
+        factory: dict[str, Any] = {"device": device, "dtype": dtype}
+        self.layers = nn.ModuleList(
+            self._layer(cfg.d_model, cfg.num_heads, cfg.d_ff, cfg.dropout, cfg.norm_first,
+                        residual=cfg.residual, scale_scores=cfg.scale_scores, **factory)
+            for _ in range(getattr(cfg, self._depth))  # N separate modules: no shared weights
+        )
+        self.norm = nn.LayerNorm(cfg.d_model, **factory) if cfg.norm_first else nn.Identity()
+
+
+class Encoder(_Stack):
+    """N encoder layers (Figure 1, left), as ``nn.TransformerEncoder``."""
+
+    _layer = EncoderLayer
+    _depth = "num_encoder_layers"
 
     def forward(self, x: Tensor, *, mask: Tensor | None = None) -> Tensor:
         """x (B, S, d_model), mask (B, 1, 1, S), True = real token -> memory (B, S, d_model)."""
@@ -179,14 +175,8 @@ class DecoderCache:
 class Decoder(_Stack):
     """N decoder layers (Figure 1, right, below the output layer), as ``nn.TransformerDecoder``."""
 
-    def __init__(
-        self,
-        cfg: TransformerConfig,
-        *,
-        device: torch.device | str | None = None,
-        dtype: torch.dtype | None = None,
-    ) -> None:
-        super().__init__(DecoderLayer, cfg.num_decoder_layers, cfg, device, dtype)
+    _layer = DecoderLayer
+    _depth = "num_decoder_layers"
 
     def forward(
         self,

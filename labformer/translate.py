@@ -74,8 +74,10 @@ def build_model(src_vocab: Vocab, tgt_vocab: Vocab, seed: int = 0, **overrides: 
         raise ValueError("source and target vocabularies must share their special ids")
     config = TransformerConfig(src_vocab_size=len(src_vocab), tgt_vocab_size=len(tgt_vocab),
                                **{**MODEL_DEFAULTS, **tgt_vocab.special_ids(), **overrides})
-    torch.manual_seed(seed)  # the same seed gives the same initial weights
-    return Transformer(config)
+    # The same seed gives the same initial weights; the caller's random stream is left as it was.
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return Transformer(config)
 
 
 def score(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, float]:

@@ -595,3 +595,15 @@ def test_each_step_sees_only_its_own_gradient():
     assert len(seen) == 2
     for got, want in zip(seen[1], fresh[1], strict=True):
         torch.testing.assert_close(got, want, atol=1e-6, rtol=1e-5)
+
+
+def test_training_leaves_the_callers_random_state_alone():
+    model, twin = _model(), _model()  # (_model seeds the generator itself)
+    torch.manual_seed(123)
+    before = torch.get_rng_state()
+    h = train(model, _copy_batches(num=2), _config(1), device="cpu", progress=False)
+    assert torch.equal(torch.get_rng_state(), before)
+    # ... while the run itself is still seeded by its config: the same numbers again.
+    torch.manual_seed(999)
+    again = train(twin, _copy_batches(num=2), _config(1), device="cpu", progress=False)
+    assert again.step_loss == h.step_loss

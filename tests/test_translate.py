@@ -60,3 +60,15 @@ def test_dropout_really_changes_outputs_in_training_mode():
     tgt = torch.tensor([[1, 4, 5, 6]])
     translator.model.train()
     assert not torch.equal(translator.model(src, tgt), translator.model(src, tgt))
+
+
+def test_build_model_is_seeded_without_reseeding_the_caller():
+    vocab = Vocab(WORDS)
+    torch.manual_seed(7)
+    before = torch.get_rng_state()
+    a = build_model(vocab, vocab, seed=3, d_model=32, num_heads=4, d_ff=64)
+    assert torch.equal(torch.get_rng_state(), before)
+    b = build_model(vocab, vocab, seed=3, d_model=32, num_heads=4, d_ff=64)
+    c = build_model(vocab, vocab, seed=4, d_model=32, num_heads=4, d_ff=64)
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters(), strict=True))
+    assert not torch.equal(a.generator.weight, c.generator.weight)

@@ -21,19 +21,19 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import Any
 
+from labformer.data.text import APOSTROPHES
 from labformer.data.text import detokenize as words_detokenize
 from labformer.data.text import tokenize as words_tokenize
 
 __all__ = ["KINDS", "TextCodec", "normalize_text"]
 
 KINDS = ("moses", "words")
-_APOSTROPHES = str.maketrans({"\u2019": "'", "\u02bc": "'"})  # typographic -> ASCII
 _PROTECTED = (r"\d{1,2}:\d{2}",)  # clock times stay one token: "7:30", not "7 : 30"
 
 
 def normalize_text(text: str) -> str:
     """NFC, ASCII apostrophes, surrounding white space removed: what every side is read as."""
-    return unicodedata.normalize("NFC", text).translate(_APOSTROPHES).strip()
+    return unicodedata.normalize("NFC", text).translate(APOSTROPHES).strip()
 
 
 @lru_cache(maxsize=8)

@@ -16,13 +16,14 @@ SentencePair = tuple[str, str]
 
 # An elided word with its apostrophe, then words (hyphens inside), then any other symbol.
 _TOKEN = re.compile(r"\w+'|\w+(?:-\w+)*|[^\w\s]")
-_APOSTROPHES = str.maketrans({"\u2019": "'", "\u02bc": "'"})  # typographic -> ASCII
+#: Typographic apostrophes -> ASCII, for ``str.translate`` (the Moses codec reads text so too).
+APOSTROPHES = str.maketrans({"\u2019": "'", "\u02bc": "'"})
 PUNCTUATION = frozenset(".,;:!?")
 
 
 def tokenize(text: str) -> list[str]:
     """Split lower-cased ``text`` into words, elided words (``l'``) and punctuation marks."""
-    return _TOKEN.findall(text.lower().translate(_APOSTROPHES))
+    return _TOKEN.findall(text.lower().translate(APOSTROPHES))
 
 
 def detokenize(tokens: Iterable[str]) -> str:
