@@ -176,15 +176,32 @@ def test_beam_holding_every_prefix_never_worse_than_greedy(seed):
         assert beams[b][0].log_prob >= float(g_lp[b]) - 1e-4
 
 
+# A narrow beam can end below greedy: greedy's prefix (3, 4) ranks third at step 2, under two
+# children of 4 that both end poorly. Probabilities of the full outputs are in the comments.
+NARROW = {
+    (): {3: 0.4, 4: 0.35, 5: 0.25},
+    (3,): {4: 0.35, 5: 0.33, EOS: 0.32},  # greedy: 3, 4, EOS = 0.14
+    (4,): {5: 0.55, 3: 0.45},  # (4, 5) = 0.1925 and (4, 3) = 0.1575 outrank (3, 4) = 0.14
+    (4, 5): {3: 0.6, EOS: 0.4},  # 4, 5, 3, EOS = 0.1155; 4, 5, EOS = 0.077
+    (4, 3): {EOS: 0.6, 5: 0.4},  # 4, 3, EOS = 0.0945; 4, 3, 5, EOS = 0.063
+    (5,): {EOS: 0.4, 3: 0.2, 4: 0.2, 5: 0.2},  # 5, EOS = 0.1; longer outputs 0.05 at most
+}
+
+
 def test_narrow_beam_can_end_below_greedy():
-    # Not a theorem for narrow beams: at step 3 greedy's finished output (3, 5, EOS) ranks third
-    # among the candidates, a beam of 2 drops it, and both survivors end lower.
-    model, src = _model(5736 % 50, scale=3.0), _src(5736)
+    # Not a theorem for narrow beams: a beam of 2 drops greedy's prefix, and both survivors
+    # end lower; a beam of 3 keeps it, and finds greedy's output again.
+    model = PrefixTableModel(NARROW, vocab_size=6)
+    src = torch.zeros(1, 3, dtype=torch.long)
     greedy = greedy_decode(model, src, max_len=6)
-    g_lp = sequence_log_prob(model, src, greedy)
-    assert greedy[1].tolist()[:3] == [3, 5, EOS]
-    assert beam_search(model, src, beam_size=2, max_len=6)[1][0].log_prob < float(g_lp[1]) - 1
-    assert beam_search(model, src, beam_size=3, max_len=6)[1][0].log_prob >= float(g_lp[1])
+    assert greedy[0].tolist() == [3, 4, EOS]
+    g_lp = float(sequence_log_prob(model, src, greedy)[0])
+    assert g_lp == pytest.approx(math.log(0.14))
+    narrow = beam_search(model, src, beam_size=2, max_len=6)[0][0]
+    assert narrow.tokens == [4, 5, 3, EOS] and narrow.log_prob == pytest.approx(math.log(0.1155))
+    assert narrow.log_prob < g_lp
+    wide = beam_search(model, src, beam_size=3, max_len=6)[0][0]
+    assert wide.tokens == [3, 4, EOS] and wide.log_prob == pytest.approx(g_lp)
 
 
 def test_beam_cached_equals_uncached():
