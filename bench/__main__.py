@@ -1,4 +1,5 @@
-"""`python -m bench [--tiny]`: print the results table and write bench/results.md."""
+"""`python -m bench [--tiny]`: print the results table and write bench/results.md; then the host
+reads per training step and per beam-search step (`python -m bench.syncs` alone)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from . import syncs
 from .suite import run_all, to_markdown
 
 
@@ -21,6 +23,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.tiny:
         args.out.write_text(table)
         print(f"written to {args.out}")
+    print("Host reads (GPU synchronisations) per step:")
+    for name, value in syncs.measure().items():
+        print(f"  {name}: {value:.2f}")
     return 0
 
 
