@@ -50,7 +50,7 @@ book: venv
 	@echo "Building the Chinese edition (book/locales/zh_CN; notebooks come from the cache) ..."
 	@$(PY) book/_ext/editions.py config zh_CN >/dev/null
 	@if ! TQDM_DISABLE=1 $(VENV)/bin/jupyter-book build . --config _build/_config.zh_CN.yml \
-	     --path-output _build/zh -W -n --keep-going; then \
+	     --toc _build/_toc.zh_CN.yml --path-output _build/zh -W -n --keep-going; then \
 	  rm -rf _build/html _build/.doctrees _build/zh; \
 	  echo "make book: the Chinese edition failed (errors above); _build/html was removed." >&2; \
 	  exit 1; fi
@@ -89,7 +89,7 @@ test: venv browser lint book
 	CHROMIUM=$(CHROMIUM) $(PY) -m pytest tests --cov=labformer --cov-report=term --cov-fail-under=90
 
 lint: venv
-	$(VENV)/bin/ruff check labformer tests bench
+	$(VENV)/bin/ruff check labformer tests bench book/_ext
 	$(VENV)/bin/mypy
 
 # Every notebook under nbval for seeds 0-4 crossed with ATEN_CPU_CAPABILITY settings; prints a

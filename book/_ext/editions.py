@@ -23,6 +23,9 @@ ROOT = Path(__file__).resolve().parents[2]
 LOCALE_DIR = ROOT / "book" / "locales"
 #: The Chinese edition's title; everything else on its pages comes from the catalogues.
 TITLE = {"zh_CN": "labformer：注意力机制与 Transformer，逐段执行"}
+#: The table of contents' part captions (_toc.yml), which no catalogue holds.
+CAPTIONS = {"zh_CN": {"Attention": "注意力", "The Transformer": "Transformer",
+                      "Appendix": "附录"}}
 #: One gettext catalogue per page, no source line numbers (they churn on every edit).
 GETTEXT = {"gettext_compact": False, "gettext_location": False, "gettext_uuid": False}
 
@@ -51,6 +54,18 @@ def edition_config(edition: str) -> dict[str, Any]:
     return config
 
 
+def edition_toc(language: str) -> dict[str, Any]:
+    """_toc.yml with the part captions in the edition's language (the pages are the same)."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    words = CAPTIONS.get(language, {})
+    for part in toc.get("parts", []):
+        if part.get("caption") not in words:
+            raise SystemExit(f"_toc.yml: no {language} caption for {part.get('caption')!r} "
+                             "in book/_ext/editions.py CAPTIONS")
+        part["caption"] = words[part["caption"]]
+    return toc
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 2 or argv[0] != "config":
         print(__doc__, file=sys.stderr)
@@ -59,6 +74,11 @@ def main(argv: list[str]) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(yaml.safe_dump(edition_config(argv[1]), allow_unicode=True,
                                   sort_keys=False), encoding="utf-8")
+    language = argv[1].partition("-")[0]
+    if language in CAPTIONS:
+        toc = ROOT / "_build" / f"_toc.{language}.yml"
+        toc.write_text(yaml.safe_dump(edition_toc(language), allow_unicode=True,
+                                      sort_keys=False), encoding="utf-8")
     print(out)
     return 0
 

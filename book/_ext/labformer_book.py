@@ -119,6 +119,32 @@ def add_language_switch(app: Sphinx, pagename: str, templatename: str,
         f'rel="alternate">{SWITCH_LABEL[language]}</a></p>\n' + context["body"])
 
 
+#: The words of myst-nb's toggles over hidden cells, which no catalogue holds: per edition.
+TOGGLE_WORDS = {
+    "zh_CN": {
+        "Show code cell source": "显示代码", "Hide code cell source": "隐藏代码",
+        "Show code cell outputs": "显示输出", "Hide code cell outputs": "隐藏输出",
+        "Show code cell content": "显示代码与输出", "Hide code cell content": "隐藏代码与输出",
+        "Show solution": "显示答案", "Hide solution": "隐藏答案",
+        "Toggle hidden content": "显示或隐藏",
+    },
+}
+
+
+def translate_toggles(app: Sphinx, pagename: str, templatename: str,
+                      context: dict[str, Any], doctree: Any) -> None:
+    """The toggles' words in the page's language (their paragraphs and aria labels)."""
+    words = TOGGLE_WORDS.get(app.config.language or "")
+    if not words or "body" not in context:
+        return
+    body = context["body"]
+    for english, translated in words.items():
+        body = body.replace(f"admonition-title\">{english}</p>",
+                            f"admonition-title\">{translated}</p>")
+        body = body.replace(f'aria-label="{english}"', f'aria-label="{translated}"')
+    context["body"] = body
+
+
 def glue_in_translations() -> None:
     """Lets a translated paragraph use {glue:text} like the paragraph it translates.
 
@@ -172,6 +198,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     plotly_js_path()  # fail at the start of a build, not at its end
     glue_in_translations()
     app.connect("html-page-context", add_language_switch)
+    app.connect("html-page-context", translate_toggles)
     app.connect("config-inited", use_search_scorer)
     app.connect("html-page-context", add_explorer_scripts)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
