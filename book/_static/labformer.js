@@ -38,6 +38,16 @@
     if (link && /(^|\/)_images\//.test(link.getAttribute("href"))) event.preventDefault();
     if (img.classList.contains("lf-zoomable")) open(img);
   });
+  // The theme opens the page's contents from the first "secondary-toggle" button only (the
+  // page header's, hidden on wide screens): the article header's button forwards to it.
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest && event.target.closest(".secondary-toggle");
+    var first = document.querySelector(".secondary-toggle");
+    if (button && first && button !== first) {
+      event.preventDefault();
+      first.click();
+    }
+  });
   window.addEventListener("load", mark);
   window.addEventListener("resize", mark);
 })();
