@@ -75,7 +75,9 @@ class AuthorYearLabels(BaseLabelStyle):
                 who = f"{names[0]} and {names[1]}"
             else:
                 who = f"{names[0]} et al."
-            yield f"{who}, {entry.fields.get('year', 'n.d.')}"
+            year = entry.fields.get("year", "n.d.")
+            # An undated post is labelled by the site it was published on ("Source 000, Zhihu").
+            yield f"{who}, {entry.fields.get('site', year) if year == 'n.d.' else year}"
 
 
 class LabformerStyle(PlainStyle):
