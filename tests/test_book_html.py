@@ -183,6 +183,14 @@ _PAGE_REPORT_JS = """
 }
 """
 
+# Code boxes whose lines are wider than the box (they would scroll sideways).
+_OVERFLOWING_CODE_JS = """
+() => Array.from(document.querySelectorAll('.bd-content div.cell_input pre'))
+    .filter(p => p.scrollWidth > p.clientWidth + 1)
+    .map(p => p.textContent.split('\\n').reduce((a, b) => b.length > a.length ? b : a, '')
+                .slice(0, 100))
+"""
+
 # Below this display scale a figure's 12 pt text (16 px, the body text) drops under 13 px.
 MIN_FIGURE_SCALE = 0.8
 # What pages are opened on a phone, in the dark, and what they measure there.
@@ -275,6 +283,8 @@ def _check_pages(browser, html_dir: Path, server: str, pages: list[Path],
                     return i.complete ? null : new Promise(r => { i.onload = i.onerror = r; });
                 }))""")
                 report = page.evaluate(_PAGE_REPORT_JS)
+                for box in page.evaluate(_OVERFLOWING_CODE_JS):
+                    problems.append(f"{rel}: at 1280 px a code box scrolls sideways: {box!r}")
                 has_math = 'class="math' in source
                 if has_math and not report["mjx"]:
                     problems.append(f"{rel}: has maths but MathJax typeset nothing")
@@ -487,3 +497,126 @@ def test_pages_fit_a_phone_and_read_in_dark_mode(html_dir: Path, server: str) ->
             mobile.close()
             dark.close()
     _report(problems, "on a phone or in dark mode")
+
+
+# --------------------------------------------------------------------------- reading
+
+#: A chapter, loaded with an empty cache, may transfer at most this much (scripts, styles,
+#: fonts, figures, the page itself).
+MAX_PAGE_BYTES = 5 * 2**20
+
+
+def test_code_fits_solutions_stay_closed_and_figures_stay_on_the_page(
+        html_dir: Path, server: str) -> None:
+    """At 1024 px no code box scrolls sideways; a solution's answer stays hidden until opened;
+    on a phone a tap on a figure keeps the reader on the page."""
+    pages = book_pages(html_dir)
+    problems: list[str] = []
+    where = ["(none)"]
+    shots = {"solution": False, "tap": False}
+    with chromium() as browser:
+        narrow, page = _watched_context(browser, server, problems, where,
+                                        viewport={"width": 1024, "height": 800})
+        mobile, phone = _watched_context(browser, server, problems, where, viewport=MOBILE,
+                                         device_scale_factor=2, is_mobile=True,
+                                         has_touch=True)
+        try:
+            for path in pages:
+                rel = where[0] = path.relative_to(html_dir).as_posix()
+                try:
+                    page.goto(f"{server}/{rel}", wait_until="load")
+                    for box in page.evaluate(_OVERFLOWING_CODE_JS):
+                        problems.append(f"{rel}: at 1024 px a code box scrolls sideways: "
+                                        f"{box!r}")
+                    solutions = page.locator(".tag_solution")
+                    for n in range(solutions.count()):
+                        solution = solutions.nth(n)
+                        answer = solution.locator(".cell_output, .cell_input")
+                        if answer.count() and answer.first.is_visible():
+                            problems.append(f"{rel}: solution {n + 1} shows its code or "
+                                            "answer before a click")
+                        toggle = solution.locator("summary")
+                        if not toggle.count():
+                            problems.append(f"{rel}: solution {n + 1} has no toggle")
+                            continue
+                        label = toggle.first.inner_text().strip()
+                        if label not in {"Show solution", "显示答案"}:
+                            problems.append(f"{rel}: solution {n + 1}'s toggle reads {label!r}")
+                        if n == 0 and not shots["solution"]:
+                            solution.scroll_into_view_if_needed()
+                            page.screenshot(path=str(SCREENSHOTS / "solution-closed.png"))
+                        toggle.first.click()
+                        if answer.count() and not answer.last.is_visible():
+                            problems.append(f"{rel}: solution {n + 1} does not open")
+                        if n == 0 and not shots["solution"]:
+                            page.screenshot(path=str(SCREENSHOTS / "solution-open.png"))
+                            shots["solution"] = True
+                    figure = phone.locator(".bd-content figure img, "
+                                           ".bd-content div.cell_output img")
+                    phone.goto(f"{server}/{rel}", wait_until="load")
+                    if figure.count():
+                        before = phone.url
+                        figure.first.scroll_into_view_if_needed()
+                        figure.first.tap()
+                        phone.wait_for_timeout(300)
+                        if phone.url != before:
+                            problems.append(f"{rel}: a tap on a figure left the page for "
+                                            f"{phone.url}")
+                        elif not shots["tap"] and phone.locator("dialog.lf-zoom").count():
+                            phone.screenshot(path=str(SCREENSHOTS / "mobile-figure-tap.png"))
+                            shots["tap"] = True
+                except Exception as exc:  # noqa: BLE001 (report which page, go on)
+                    problems.append(f"{rel}: {type(exc).__name__}: {exc}")
+        finally:
+            narrow.close()
+            mobile.close()
+    _report(problems, "with code width, solutions or figure taps")
+
+
+def test_chapters_are_light_and_search_snippets_read_as_text(
+        html_dir: Path, server: str) -> None:
+    """Every chapter transfers under MAX_PAGE_BYTES cold; search snippets show no TeX source
+    and a glossary hit shows its definition."""
+    chapters = [p for p in book_pages(html_dir) if p.parent.name == "book"
+                and re.match(r"\d\d_", p.name) and p.relative_to(html_dir).parts[0] == "book"]
+    assert chapters, "no chapter pages"
+    problems: list[str] = []
+    where = ["(none)"]
+    with chromium() as browser:
+        for path in chapters:
+            rel = where[0] = path.relative_to(html_dir).as_posix()
+            context, page = _watched_context(browser, server, problems, where,
+                                             viewport={"width": 1280, "height": 900})
+            sizes: list[int] = []
+            page.on("requestfinished",
+                    lambda r, sizes=sizes: sizes.append(r.sizes()["responseBodySize"]))
+            try:
+                page.goto(f"{server}/{rel}", wait_until="networkidle")
+                total = sum(sizes)
+                if total > MAX_PAGE_BYTES:
+                    problems.append(f"{rel}: {total / 2**20:.1f} MiB on a cold load "
+                                    f"(at most {MAX_PAGE_BYTES / 2**20:.0f} MiB)")
+            finally:
+                context.close()
+        where[0] = "search.html"
+        context, page = _watched_context(browser, server, problems, where,
+                                         viewport={"width": 1280, "height": 900})
+        try:
+            page.goto(f"{server}/search.html?q=scaled%20dot-product", wait_until="load")
+            page.wait_for_function(
+                "() => /found/i.test((document.querySelector('#search-results "
+                "p.search-summary') || {}).textContent || '')", timeout=60_000)
+            snippets = page.eval_on_selector_all(
+                "#search-results ul.search li",
+                "items => items.map(li => [li.querySelector('a').getAttribute('href'), "
+                "(li.querySelector('p.context') || {}).textContent || ''])")
+            for href, text in snippets:
+                if "\\(" in text or "\\)" in text:
+                    problems.append(f"search: the snippet of {href} shows TeX: {text[:120]!r}")
+                if "glossary" in href and len(text.split()) < 6:
+                    problems.append(f"search: the glossary hit {href} shows no definition: "
+                                    f"{text!r}")
+            page.screenshot(path=str(SCREENSHOTS / "search.png"))
+        finally:
+            context.close()
+    _report(problems, "in page weight or search snippets")
