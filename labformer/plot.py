@@ -339,15 +339,19 @@ class AttentionExplorer:
                 for n in range(w.shape[0]) for i in range(w.shape[1])]
 
     def _zrange(self) -> tuple[float, float]:
-        lo = min(0.0, *(float(w.min()) for w in self.panels.values()))
+        """0 to 1 for attention weights, so every explorer reads on one colour scale; the data's
+        range for anything else."""
+        lo = min(float(w.min()) for w in self.panels.values())
         hi = max(float(w.max()) for w in self.panels.values())
-        return lo, max(hi, lo + 1e-9)
+        if lo >= 0.0 and hi <= 1.0:
+            return 0.0, 1.0
+        return min(lo, 0.0), max(hi, min(lo, 0.0) + 1e-9)
 
     @staticmethod
     def view_name(kind: str, layer: int, head: int, n_layers: int, n_heads: int) -> str:
         parts = [kind] if kind else []
-        parts += [f"layer {layer}"] if n_layers > 1 else []
-        parts += [f"head {head}"] if n_heads > 1 else []
+        parts += [f"layer {layer + 1}"] if n_layers > 1 else []  # counted from 1, as in the text
+        parts += [f"head {head + 1}"] if n_heads > 1 else []
         return " · ".join(parts) or "weights"
 
     def data(self) -> dict[str, Any]:
@@ -373,7 +377,7 @@ class AttentionExplorer:
                 "type": "heatmap", "z": np.round(w[layer, head], _DIGITS).tolist(),
                 "x": list(range(len(k))), "y": list(range(len(q))),
                 "text": [[f"query {a}: {html.escape(qa)}<br>key {b}: {html.escape(kb)}"
-                          for b, kb in enumerate(k)] for a, qa in enumerate(q)],
+                          for b, kb in enumerate(k, 1)] for a, qa in enumerate(q, 1)],
                 "hovertemplate": "%{text}<br>weight %{z:.3f}<extra></extra>",
                 "colorscale": "Viridis", "zmin": zmin, "zmax": zmax,
                 "visible": not traces, "colorbar": {"title": {"text": "weight"}},

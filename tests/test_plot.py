@@ -102,12 +102,19 @@ def test_explorer_kinds_with_their_own_tokens():
     fig = bundle[PLOTLY_MIME]
     assert len(fig["data"]) == 24 and sum(t["visible"] for t in fig["data"]) == 1
     buttons = fig["layout"]["updatemenus"][0]["buttons"]
-    assert [b["label"] for b in buttons][:2] == ["encoder self · layer 0 · head 0",
-                                                 "encoder self · layer 0 · head 1"]
+    assert [b["label"] for b in buttons][:2] == ["encoder self · layer 1 · head 1",
+                                                 "encoder self · layer 1 · head 2"]
     assert buttons[-1]["args"][0]["visible"] == [False] * 23 + [True]
-    assert "&lt;bos&gt;" in fig["data"][8]["text"][0][0]  # decoder self, query 0
+    assert fig["data"][8]["text"][0][0].startswith("query 1: &lt;bos&gt;")  # counted from 1
+    assert fig["data"][0]["zmin"] == 0 and fig["data"][0]["zmax"] == 1  # one scale: weights
     assert json.loads(json.dumps(fig)) == fig  # plain JSON, no numpy scalars
     assert "cross" in repr(ex) and "24 views" in repr(ex)
+
+
+def test_explorer_scale_is_zero_to_one_for_weights_and_the_data_range_otherwise():
+    assert attention_explorer(torch.full((2, 2), 0.25), ["a", "b"]).data()["zmax"] == 1
+    scores = attention_explorer(torch.tensor([[-2.0, 3.0], [0.0, 1.0]]), ["a", "b"]).data()
+    assert (scores["zmin"], scores["zmax"]) == (-2.0, 3.0)
 
 
 def test_explorer_duplicate_tokens_stay_separate_rows():

@@ -1,8 +1,9 @@
 /* labformer: draws the attention explorers that labformer.plot.attention_explorer writes into
-   the pages, with the book's one local copy of plotly.min.js (loaded before this file, both
+   the pages, with the book's one local copy of plotly.js (loaded before this file, both
    deferred, on pages that hold an explorer). Each explorer is a <div class="lf-explorer"> that
    carries its weights as JSON; this script adds selectors for kind, layer and head, and one
-   heatmap whose hover shows the query, the key and the weight. */
+   heatmap whose hover shows the query, the key and the weight. Positions, layers and heads are
+   counted from 1, as in the text; weights share one colour scale, 0 to 1, with its colour bar. */
 (function () {
   "use strict";
 
@@ -76,13 +77,13 @@
       var layers = kind.weights.length, heads = kind.weights[0].length;
       state.layer = Math.min(state.layer, layers - 1);
       state.head = Math.min(state.head, heads - 1);
-      fill(layerSelect, range(layers).map(function (n) { return "layer " + n; }), state.layer);
-      fill(headSelect, range(heads).map(function (n) { return "head " + n; }), state.head);
+      fill(layerSelect, range(layers).map(function (n) { return "layer " + (n + 1); }), state.layer);
+      fill(headSelect, range(heads).map(function (n) { return "head " + (n + 1); }), state.head);
       if (data.side) headSelect.parentNode.hidden = true;  // every head is on show
       var parts = [];
       if (kind.name) parts.push(kind.name);
-      if (layers > 1) parts.push("layer " + state.layer);
-      if (heads > 1 && !data.side) parts.push("head " + state.head);
+      if (layers > 1) parts.push("layer " + (state.layer + 1));
+      if (heads > 1 && !data.side) parts.push("head " + (state.head + 1));
       status.textContent = parts.join(" · ");
       root.setAttribute("data-lf-view", [state.kind, state.layer, state.head].join(","));
       return kind;
@@ -93,7 +94,7 @@
       var narrow = plot.clientWidth && plot.clientWidth < 520;
       var text = q.map(function (qa, a) {
         return k.map(function (kb, b) {
-          return "query " + a + ": " + escape(qa) + "<br>key " + b + ": " + escape(kb);
+          return "query " + (a + 1) + ": " + escape(qa) + "<br>key " + (b + 1) + ": " + escape(kb);
         });
       });
       var heads = data.side ? range(kind.weights[0].length) : [state.head];
@@ -115,7 +116,7 @@
       if (heads.length > 1) layout.grid = { rows: 1, columns: heads.length, pattern: "independent" };
       var traces = heads.map(function (head, n) {
         var suffix = n ? String(n + 1) : "";
-        var xaxis = axis(heads.length > 1 ? "key · head " + head : "key", k);
+        var xaxis = axis(heads.length > 1 ? "key · head " + (head + 1) : "key", k);
         xaxis.tickangle = -90;
         var yaxis = axis(n ? "" : "query", q);
         yaxis.autorange = "reversed";
@@ -126,7 +127,7 @@
           type: "heatmap", z: kind.weights[state.layer][head], x: range(k.length),
           y: range(q.length), text: text, colorscale: "Viridis", zmin: data.zmin,
           zmax: data.zmax, xaxis: "x" + suffix, yaxis: "y" + suffix, xgap: 1, ygap: 1,
-          hovertemplate: (heads.length > 1 ? "head " + head + "<br>" : "") +
+          hovertemplate: (heads.length > 1 ? "head " + (head + 1) + "<br>" : "") +
                          "%{text}<br>weight %{z:.3f}<extra></extra>",
           showscale: n === heads.length - 1,
           colorbar: { title: { text: "weight", side: "right" }, thickness: 14 }
