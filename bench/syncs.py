@@ -29,7 +29,8 @@ HOST_READS = ("item", "tolist", "cpu", "numpy", "__float__", "__int__", "__bool_
 
 # labformer functions that read tensors only when they are on the CPU (on CUDA they assert on
 # the device instead, or skip): their reads are counted apart, as they cost a GPU run nothing.
-CPU_ONLY = frozenset({"_check_ids_on_host", "_right_padded"})
+CPU_ONLY = frozenset({"_check_ids_on_host", "_right_padded",
+                      "_epoch_order"})  # (a permutation drawn from a CPU generator)
 
 
 @contextlib.contextmanager
