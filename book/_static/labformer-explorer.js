@@ -72,6 +72,11 @@
     root.appendChild(plot);
     fill(kindSelect, kinds.map(function (k) { return k.name; }), 0);
 
+    // Heads side by side need room: on a narrow screen they are shown one at a time.
+    function sideBySide() {
+      return data.side && !(plot.clientWidth && plot.clientWidth < 560);
+    }
+
     function view() {
       var kind = kinds[state.kind];
       var layers = kind.weights.length, heads = kind.weights[0].length;
@@ -79,11 +84,11 @@
       state.head = Math.min(state.head, heads - 1);
       fill(layerSelect, range(layers).map(function (n) { return "layer " + (n + 1); }), state.layer);
       fill(headSelect, range(heads).map(function (n) { return "head " + (n + 1); }), state.head);
-      if (data.side) headSelect.parentNode.hidden = true;  // every head is on show
+      if (sideBySide()) headSelect.parentNode.hidden = true;  // every head is on show
       var parts = [];
       if (kind.name) parts.push(kind.name);
       if (layers > 1) parts.push("layer " + (state.layer + 1));
-      if (heads > 1 && !data.side) parts.push("head " + (state.head + 1));
+      if (heads > 1 && !sideBySide()) parts.push("head " + (state.head + 1));
       status.textContent = parts.join(" · ");
       root.setAttribute("data-lf-view", [state.kind, state.layer, state.head].join(","));
       return kind;
@@ -97,7 +102,7 @@
           return "query " + (a + 1) + ": " + escape(qa) + "<br>key " + (b + 1) + ": " + escape(kb);
         });
       });
-      var heads = data.side ? range(kind.weights[0].length) : [state.head];
+      var heads = sideBySide() ? range(kind.weights[0].length) : [state.head];
       var axis = function (title, tokens) {
         return {
           title: { text: title }, tickmode: "array", tickvals: range(tokens.length),
