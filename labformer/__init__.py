@@ -66,11 +66,12 @@ _HOME: dict[str, tuple[str, ...]] = {
     "translate": ("Translator", "train_translator"),
 }
 _MODULE_OF = {name: module for module, names in _HOME.items() for name in names}
-# Names of earlier versions, still resolved for old code and text but not exported (nor seen
-# by type checkers): the very generic ones, and torch's name for attention (torch's function
-# returns the output only, labformer's (out, weights): now ``attention_with_weights``).
-_FORMER = {"scaled_dot_product_attention": "attention", "entropy": "loss", "residual": "layers",
-           "score": "translate"}
+# Names of earlier versions: an AttributeError that says where each went. The very generic ones
+# stay in their modules; torch's name for attention is not reused, since torch's function of
+# that name returns the output only and labformer's returns (out, weights).
+_MOVED = {"scaled_dot_product_attention": "labformer.attention_with_weights",
+          "entropy": "labformer.loss.entropy", "residual": "labformer.layers.residual",
+          "score": "labformer.translate.score"}
 
 if TYPE_CHECKING:  # what type checkers see; at run time, __getattr__ imports on first use
     from .attention import AdditiveAttention, attention_with_weights
@@ -98,12 +99,12 @@ if TYPE_CHECKING:  # what type checkers see; at run time, __getattr__ imports on
 
 
 def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name, _FORMER.get(name))
+    module = _MODULE_OF.get(name)
     if module is None:
-        raise AttributeError(f"module 'labformer' has no attribute {name!r}")
+        moved = f"; use {_MOVED[name]}" if name in _MOVED else ""
+        raise AttributeError(f"module 'labformer' has no attribute {name!r}{moved}")
     value = getattr(importlib.import_module(f".{module}", __name__), name)
-    if name in _MODULE_OF:
-        globals()[name] = value  # the next access is a plain lookup
+    globals()[name] = value  # the next access is a plain lookup
     return value
 
 

@@ -108,10 +108,6 @@ def attention_with_weights(
     return attend(scores, value, mask, dropout_p)
 
 
-# The name of earlier versions, kept for old code; it is not exported, because torch's function
-# of that name returns the output alone: ``out, w = F.scaled_dot_product_attention(...)`` fails.
-scaled_dot_product_attention = attention_with_weights
-
 
 def _check_rnn_inputs(query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None) -> None:
     if query.dim() != 2 or keys.dim() != 3 or values.dim() != 3:

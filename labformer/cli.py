@@ -34,11 +34,19 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 if TYPE_CHECKING:
     from .carry import Carried, Carry
+    from .data.pairs import PairLine
+    from .train import History
     from .translate import Translator
+
+
+class Say(Protocol):
+    """Where a message goes: the screen (stdout, or stderr for notes), and the run's log."""
+
+    def __call__(self, message: str, err: bool = False) -> None: ...
 
 DEFAULT_CHECKPOINT = "runs/fr-en.pt"
 CORPUS_PAIRS = 30000  # generated pairs (train + 1000 valid + 1000 test)
@@ -245,7 +253,8 @@ def _corpus(args: argparse.Namespace) -> int:
 
 
 def _read_pairs_file(args: argparse.Namespace, path: str | None = None,
-                     langs: tuple[str, str] | None = None, say=None) -> list:
+                     langs: tuple[str, str] | None = None, say: Say | None = None
+                     ) -> list[PairLine]:
     """A pairs file's pairs with line numbers (``path``, default --pairs), checked the same
     way for ``train`` and ``evaluate``: a header line skipped with a note, a binary file or
     swapped languages an error."""
@@ -275,7 +284,8 @@ def _note(message: str, err: bool = False) -> None:
     print(message, file=sys.stderr if err else sys.stdout, flush=True)
 
 
-def _split_pairs(pairs: list, seed: int = CORPUS_SEED) -> tuple[list, list]:
+def _split_pairs(pairs: list[PairLine], seed: int = CORPUS_SEED
+                 ) -> tuple[list[PairLine], list[PairLine]]:
     """Training and validation pairs of a user's file: a seeded 5% (at most 500) validates."""
     order = list(range(len(pairs)))
     random.Random(seed).shuffle(order)
@@ -283,8 +293,8 @@ def _split_pairs(pairs: list, seed: int = CORPUS_SEED) -> tuple[list, list]:
     return [pairs[i] for i in order[n_valid:]], [pairs[i] for i in order[:n_valid]]
 
 
-def _check_lengths(path: str, pairs: list, src_lang: str, tgt_lang: str, max_len: int
-                   ) -> None:
+def _check_lengths(path: str, pairs: list[PairLine], src_lang: str, tgt_lang: str,
+                   max_len: int) -> None:
     """Every pair fits the model's positions; else the first one that does not, by its line."""
     from .translate import text_codecs
 
@@ -550,11 +560,25 @@ def _train(args: argparse.Namespace) -> int:
         bar = tqdm(total=epochs * steps_per_epoch, unit="step", dynamic_ncols=True,
                    desc="training", smoothing=0.1)
 
-    def epoch_line(epoch: int, epochs: int, h) -> None:
+    shown = {"epoch": f"1/{epochs}", "loss": "", "lr": ""}
+
+    def step_tick(step: int, lr: float, loss: float | None) -> None:
+        """One step of the run's one bar: tqdm adds the rate (steps/s) and the ETA."""
+        if bar is None:
+            return
+        shown["lr"] = f"{lr:.2e}"
+        if loss is not None:
+            shown["loss"] = f"{loss:.3f}"
+        bar.n = step
+        bar.set_postfix(shown, refresh=False)
+        bar.update(0)  # redraws at most every tqdm.mininterval
+
+    def epoch_line(epoch: int, epochs: int, h: History) -> None:
         if bar is not None:
+            shown.update(epoch=f"{min(epoch + 1, epochs)}/{epochs}",
+                         loss=f"{h.epoch_loss[-1]:.3f}")
             bar.n = len(h.step_loss)
-            bar.set_postfix(epoch=f"{epoch}/{epochs}", loss=f"{h.epoch_loss[-1]:.3f}",
-                            lr=f"{h.step_lr[-1]:.2e}", refresh=False)
+            bar.set_postfix(shown, refresh=False)
             bar.refresh()
         # About 20-25 lines whatever the run's length: the validated epochs, or every k-th.
         scored = bool(h.valid_epoch) and h.valid_epoch[-1] == epoch
@@ -567,7 +591,7 @@ def _train(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     old_term = None
     if rank == 0:
-        def terminated(signum, frame):
+        def terminated(signum: int, frame: object) -> NoReturn:
             raise Terminated
 
         try:
@@ -582,7 +606,7 @@ def _train(args: argparse.Namespace) -> int:
                     batch_size=batch_size, device=device, checkpoint=partial,
                     resume=args.resume, progress=False, extra_state={"corpus": source},
                     src_lang=args.src_lang, tgt_lang=args.tgt_lang, tokenizer=kind,
-                    on_epoch=epoch_line)
+                    on_epoch=epoch_line, on_step=step_tick)
             except KeyboardInterrupt as e:
                 if bar is not None:
                     bar.close()
@@ -628,13 +652,14 @@ def _train(args: argparse.Namespace) -> int:
         say.close()
 
 
-def _fields(config) -> dict:
+def _fields(config: Any) -> dict[str, Any]:
     import dataclasses
 
     return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
 
 
-def _verdict(translator: Translator, valid: list, data: Sequence = (), say=None) -> int:
+def _verdict(translator: Translator, valid: list[tuple[str, str]],
+             data: Sequence[tuple[str, str]] = (), say: Say | None = None) -> int:
     """0, or 3 with a loud message when the run learned nothing (BLEU ~ 0, empty outputs).
 
     Prints the training BLEU (on up to VALID_SEEN training pairs) beside the validation

@@ -292,6 +292,10 @@ def save_checkpoint(path: str | os.PathLike[str], state: dict[str, Any]) -> None
     os.close(fd)
     try:
         torch.save(state, tmp)
+        # mkstemp makes the file private (0600); a checkpoint gets a new file's usual mode.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)  # atomic on POSIX: readers see the old file or the new one
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -397,6 +401,7 @@ def train(
     progress: bool | None = None,
     valid_every: int = 1,
     on_epoch: Callable[[int, int, History], None] | None = None,
+    on_step: Callable[[int, float, float | None], None] | None = None,
 ) -> History:
     """Train ``model`` on ``batches`` (objects with src, tgt_in, tgt_out).
 
@@ -405,7 +410,10 @@ def train(
     process: a global batch of world_size batches, and world_size times fewer steps per epoch.
     valid_fn(model) -> score is called after every ``valid_every``-th epoch and after the last
     (e.g. validation BLEU). on_epoch(epoch, epochs, history), 1-based, is called on rank 0
-    after each epoch (and its checkpoint), e.g. to print a line.
+    after each epoch (and its checkpoint), e.g. to print a line. on_step(step, lr, loss), on
+    rank 0 after each optimiser step (step counted from 1 over the run), e.g. for a progress
+    bar: loss is the step's loss every LOG_EVERY steps and None otherwise (reading it every
+    step would make the host wait for a GPU).
     checkpoint: written after every epoch (by rank 0, with every rank's random state); with
     resume=True and an existing file, training continues from the epoch after the saved one.
     extra_state (e.g. vocabularies) is stored alongside. progress: a tqdm bar; None shows it
@@ -494,8 +502,12 @@ def train(
             optimizer.step()
             scheduler.step()
             losses.append(logged)
-            if show and n % LOG_EVERY == 0:
-                bar.set_postfix(loss=f"{logged.item():.3f}", refresh=False)
+            read = n % LOG_EVERY == 0 and (show or on_step is not None)
+            value = logged.item() if read else None
+            if show and value is not None:
+                bar.set_postfix(loss=f"{value:.3f}", refresh=False)
+            if on_step is not None and rank == 0:
+                on_step(len(history.step_lr), history.step_lr[-1], value)
         bar.close()
         step_losses = torch.stack(losses).tolist()
         history.step_grad_norm.extend(torch.stack(norms).tolist())

@@ -325,6 +325,7 @@ def train_translator(
     tgt_lang: str = "en",
     tokenizer: str | None = None,
     on_epoch: Any = None,
+    on_step: Any = None,
 ) -> Translator:
     """Build the vocabularies and the model, train it, return the :class:`Translator`.
 
@@ -342,7 +343,8 @@ def train_translator(
     ``src_lang``/``tgt_lang`` choose Moses's language rules. Sentence pairs too long for the
     model, in training or validation, are an error before any step. With ``resume`` and an
     existing ``checkpoint``, the file must have been trained on the same data and model.
-    ``on_epoch(epoch, epochs, history)`` is called after each epoch (see :func:`train`).
+    ``on_epoch(epoch, epochs, history)`` is called after each epoch, ``on_step(step, lr, loss)``
+    after each optimiser step (see :func:`train`).
     """
     changes: dict[str, Any] = {}
     for name, value in (("epochs", epochs), ("seed", seed)):
@@ -396,5 +398,5 @@ def train_translator(
                                checkpoint=checkpoint, resume=resume, extra_state=state,
                                device=device, progress=progress,
                                valid_every=max(1, math.ceil(planned / VALID_POINTS)),
-                               on_epoch=on_epoch)
+                               on_epoch=on_epoch, on_step=on_step)
     return translator

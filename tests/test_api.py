@@ -60,10 +60,13 @@ def test_very_generic_names_stay_in_their_modules():
 
     for name, module in (("entropy", loss), ("residual", layers), ("score", translate)):
         assert name not in labformer.__all__ and name not in dir(labformer)
-        assert getattr(labformer, name) is getattr(module, name)  # old code still runs
+        assert callable(getattr(module, name))
+        with pytest.raises(AttributeError, match=rf"use labformer\.\w+\.{name}"):
+            getattr(labformer, name)
     # torch's scaled_dot_product_attention returns the output only; labformer's, (out, weights)
     assert "scaled_dot_product_attention" not in labformer.__all__
-    assert labformer.scaled_dot_product_attention is labformer.attention_with_weights  # old name
+    with pytest.raises(AttributeError, match="use labformer.attention_with_weights"):
+        labformer.scaled_dot_product_attention  # noqa: B018
 
 
 def test_type_checkers_see_every_public_name():

@@ -131,6 +131,17 @@ def test_checkpoint_round_trip_is_atomic(tmp_path):
     assert [p.name for p in path.parent.iterdir()] == ["ck.pt"]  # no temporary file left
 
 
+def test_checkpoint_mode_follows_the_umask(tmp_path):
+    import os
+
+    old = os.umask(0o027)
+    try:
+        save_checkpoint(tmp_path / "a.pt", {"x": 1})
+    finally:
+        os.umask(old)
+    assert (tmp_path / "a.pt").stat().st_mode & 0o777 == 0o640  # group-readable, not 0600
+
+
 def test_failed_save_keeps_the_old_checkpoint(tmp_path, monkeypatch):
     path = tmp_path / "ck.pt"
     save_checkpoint(path, {"epoch": 1})
@@ -243,6 +254,19 @@ def test_training_lowers_the_loss_and_calls_valid_fn_each_epoch():
     assert h.step_lr[4] == pytest.approx(3e-3)
     assert h.step_lr[0] == pytest.approx(3e-3 / 5)
     assert h.step_lr[19] == pytest.approx(3e-3 * math.sqrt(5 / 20))
+
+
+def test_on_step_ticks_every_step_with_its_rate_and_reads_the_loss_rarely(monkeypatch):
+    monkeypatch.setattr(train_mod, "LOG_EVERY", 4)
+    ticks: list[tuple[int, float, float | None]] = []
+    h = train(_model(), _copy_batches(), _config(2), device="cpu", progress=False,
+              on_step=lambda step, lr, loss: ticks.append((step, lr, loss)))
+    assert [step for step, _, _ in ticks] == list(range(1, 13))  # counted over the run
+    assert [lr for _, lr, _ in ticks] == h.step_lr
+    read = [(step, loss) for step, _, loss in ticks if loss is not None]
+    # every 4th step of each epoch (6 steps an epoch): steps 4 and 10, their logged losses
+    assert [step for step, _ in read] == [4, 10]
+    assert [loss for _, loss in read] == pytest.approx([h.step_loss[3], h.step_loss[9]])
 
 
 def test_same_seed_same_result_and_clipping_off():
