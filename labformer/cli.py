@@ -570,7 +570,7 @@ def _train(args: argparse.Namespace) -> int:
         if loss is not None:
             shown["loss"] = f"{loss:.3f}"
         bar.n = step
-        bar.set_postfix(shown, refresh=False)
+        bar.set_postfix({k: v for k, v in shown.items() if v}, refresh=False)
         bar.update(0)  # redraws at most every tqdm.mininterval
 
     def epoch_line(epoch: int, epochs: int, h: History) -> None:
