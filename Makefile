@@ -59,12 +59,13 @@ book: venv
 
 # After a change to the English prose: extract its messages and update the Chinese catalogues
 # (book/locales/zh_CN/LC_MESSAGES/book/*.po), then list what needs translating. Code cells are
-# not extracted: both editions show the same code and outputs.
+# not extracted: both editions show the same code and outputs. Figure captions exist only in
+# executed notebooks: the extraction reads the book's execution cache (`make book` fills it).
 translations: venv
 	@$(PY) book/_ext/editions.py config gettext >/dev/null
 	@rm -rf _build/gettext-src
-	@$(VENV)/bin/jupyter-book build . --config _build/_config.gettext.yml --builder custom \
-	  --custom-builder gettext --path-output _build/gettext-src -q 2>/dev/null
+	@TQDM_DISABLE=1 $(VENV)/bin/jupyter-book build . --config _build/_config.gettext.yml \
+	  --builder custom --custom-builder gettext --path-output _build/gettext-src -q 2>/dev/null
 	@$(VENV)/bin/sphinx-intl update -p _build/gettext-src/_build/gettext -l zh_CN \
 	  -d book/locales -w 0 | grep -v "Not Changed" || true
 	@$(PY) book/_ext/translations.py || echo "make translations: translate the messages above" \
@@ -88,8 +89,10 @@ NBVAL := $(PY) -m pytest book --nbval-lax --nbval-cell-timeout=900 -n 2 --dist l
 test: venv browser lint book
 	CHROMIUM=$(CHROMIUM) $(PY) -m pytest tests --cov=labformer --cov-report=term --cov-fail-under=90
 
+# The chapters' code lines fit the book's code boxes: 80 columns (a 1024 px screen shows 86).
 lint: venv
 	$(VENV)/bin/ruff check labformer tests bench book/_ext
+	$(VENV)/bin/ruff check --select E501 --line-length 80 book
 	$(VENV)/bin/mypy
 
 # Every notebook under nbval for seeds 0-4 crossed with ATEN_CPU_CAPABILITY settings; prints a

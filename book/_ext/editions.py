@@ -6,8 +6,10 @@
 
 Both files are ``_config.yml`` with a few settings changed, so the editions cannot drift apart:
 the Chinese one reads the catalogues in ``book/locales`` and shares the English build's
-execution cache (jupyter-cache keys on code cells only, so no notebook runs twice); the gettext
-one does not execute anything, since code cells are not translated. Paths become absolute
+execution cache (jupyter-cache keys on code cells only, so no notebook runs twice); so does the
+gettext one, since figure captions kept in code cells' metadata and glued figures only exist
+once a notebook has run (after `make book` nothing runs again). The draft edition executes
+nothing: a quick look at a translation, with empty glued numbers. Paths become absolute
 because jupyter-book reads some of them relative to the configuration file.
 """
 
@@ -43,7 +45,7 @@ def edition_config(edition: str) -> dict[str, Any]:
     config["execute"]["cache"] = str(ROOT / config["execute"]["cache"])
     sphinx["config"].update(GETTEXT)
     language, _, draft = edition.partition("-")
-    if edition == "gettext" or draft == "draft":
+    if draft == "draft":
         config["execute"]["execute_notebooks"] = "off"
     if language in TITLE and draft in {"", "draft"}:
         config["title"] = TITLE[language]
