@@ -172,7 +172,8 @@ def attention_heads(
         if i >= h:
             ax.axis("off")
             continue
-        attention_heatmap(w[i], queries, keys, ax=ax, title=f"head {i}", cbar=False, vmax=vmax)
+        attention_heatmap(w[i], queries, keys, ax=ax, title=f"head {i + 1}", cbar=False,
+                          vmax=vmax)
         if i % cols:
             ax.set_ylabel("")
             ax.set_yticklabels([])
@@ -191,7 +192,11 @@ def attention_grid(
     *,
     title: str | None = None,
 ) -> Figure:
-    """(N, h, T_q, T_k) weights as a grid: a row per layer, a column per head, one scale."""
+    """(N, h, T_q, T_k) weights as a grid: a row per layer, a column per head, one colour scale
+    (0 to 1 for attention weights, the data's range otherwise) with its colour bar.
+
+    Layers and heads are counted from 1, as in the text. Token labels shrink with the panels
+    (down to 6 pt) so that neighbouring labels never overlap."""
     w = weights.detach().cpu().float().numpy() if isinstance(weights, torch.Tensor) else weights
     w = np.asarray(w, dtype=float)
     if w.ndim != 4:
@@ -199,19 +204,25 @@ def attention_grid(
     n, h, t_q, t_k = w.shape
     cell = FIGURE_WIDTH / h
     fig, axes = panels(n, h, height=min(10.0, n * (cell * t_q / max(t_k, 1) * 0.8 + 0.9)))
-    vmax = max(float(w.max()), 1e-9)
+    lo, hi = float(w.min()), float(w.max())
+    vmin, vmax = (0.0, 1.0) if lo >= 0.0 and hi <= 1.0 else (min(lo, 0.0), max(hi, 1e-9))
+    # A label's height is its font size: at most 80 % of the room a token has on either axis.
+    room = 72 * 0.8 * min(cell * 0.85 / max(t_k, 1), fig.get_figheight() / n * 0.7 / max(t_q, 1))
+    size = float(np.clip(room, 6.0, 10.0))
     for layer in range(n):
         for head in range(h):
             ax = axes[layer, head]
-            sns.heatmap(w[layer, head], ax=ax, cmap="viridis", vmin=0.0, vmax=vmax, cbar=False,
+            sns.heatmap(w[layer, head], ax=ax, cmap="viridis", vmin=vmin, vmax=vmax, cbar=False,
                         xticklabels=list(keys) if keys is not None and layer == n - 1 else False,
                         yticklabels=list(queries) if queries is not None and head == 0 else False)
-            ax.tick_params(axis="x", labelrotation=90, labelsize=10)
-            ax.tick_params(axis="y", labelrotation=0, labelsize=10)
+            ax.tick_params(axis="x", labelrotation=90, labelsize=size)
+            ax.tick_params(axis="y", labelrotation=0, labelsize=size)
             if layer == 0:
-                ax.set_title(f"head {head}", fontsize=11)
+                ax.set_title(f"head {head + 1}", fontsize=11)
             if head == 0:
-                ax.set_ylabel(f"layer {layer}", fontsize=11)
+                ax.set_ylabel(f"layer {layer + 1}", fontsize=11)
+    fig.colorbar(axes[0, 0].collections[0], ax=axes.ravel().tolist(), fraction=0.025,
+                 pad=0.02, label="attention weight")
     if title:
         fig.suptitle(title)
     return fig

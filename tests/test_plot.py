@@ -44,7 +44,7 @@ def test_heads_one_panel_per_head_and_blank_rest():
     fig = attention_heads(torch.rand(3, 4, 5), cols=2, title="heads")
     panels = [ax for ax in fig.axes if ax.axison]
     assert len(panels) == 3 and len(fig.axes) == 4
-    assert [ax.get_title() for ax in panels] == ["head 0", "head 1", "head 2"]
+    assert [ax.get_title() for ax in panels] == ["head 1", "head 2", "head 3"]  # as in the text
     with pytest.raises(ValueError, match=r"\(4, 5\)"):
         attention_heads(torch.rand(4, 5))
 
@@ -170,9 +170,18 @@ def test_panels_one_width_and_helpers_fit_it():
     assert axes.shape == (2, 3) and fig.get_figwidth() == FIGURE_WIDTH
     with pytest.raises(ValueError, match="rows and cols"):
         panels(0, 1)
-    grid = attention_grid(torch.rand(2, 4, 5, 6), list("abcde"), list("uvwxyz"))
-    assert len(grid.axes) == 8 and grid.get_figwidth() == FIGURE_WIDTH
+    grid = attention_grid(torch.rand(2, 4, 5, 6).softmax(-1), list("abcde"), list("uvwxyz"))
+    assert len(grid.axes) == 9 and grid.get_figwidth() == FIGURE_WIDTH  # 8 panels, colour bar
     assert [t.get_text() for t in grid.axes[4].get_xticklabels()] == list("uvwxyz")
+    assert grid.axes[0].get_title() == "head 1" and grid.axes[0].get_ylabel() == "layer 1"
+    assert grid.axes[0].collections[0].get_clim() == (0.0, 1.0)  # weights: one scale, 0 to 1
+    assert grid.axes[-1].get_ylabel() == "attention weight"
+    # Many tokens on narrow panels: labels shrink so neighbours cannot overlap (>= 6 pt).
+    crowded = attention_grid(torch.rand(2, 4, 14, 14).softmax(-1), list("abcdefghijklmn"),
+                             list("abcdefghijklmn"))
+    size = crowded.axes[4].get_xticklabels()[0].get_fontsize()
+    room = 72 * FIGURE_WIDTH / 4 * 0.85 / 14  # points per column
+    assert 6 <= size <= 0.8 * room + 1e-9
     with pytest.raises(ValueError, match=r"\(N, h, T_q, T_k\)"):
         attention_grid(torch.rand(4, 5, 6))
     heads = attention_heads(torch.rand(8, 10, 10))
