@@ -54,6 +54,10 @@ book: venv
 	  rm -rf _build/html _build/.doctrees _build/zh; \
 	  echo "make book: the Chinese edition failed (errors above); _build/html was removed." >&2; \
 	  exit 1; fi
+	@# A page whose source is gone (a renamed chapter) would stay in the output: remove it.
+	@for page in _build/html/book/*.html _build/zh/_build/html/book/*.html; do \
+	  stem=$$(basename "$$page" .html); \
+	  [ -e "book/$$stem.ipynb" ] || [ -e "book/$$stem.md" ] || rm -f "$$page"; done
 	@rm -rf _build/html/zh && cp -r _build/zh/_build/html _build/html/zh
 	@echo "Open $(CURDIR)/_build/html/index.html in a browser (中文: _build/html/zh/index.html)."
 
