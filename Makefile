@@ -11,13 +11,15 @@ LABFORMER_HASH = $(shell find labformer -type f -not -path '*/__pycache__/*' | L
 # The executed outputs also depend on the seed and on the CPU kernels the chapters run with.
 BOOK_KEY = $(LABFORMER_HASH) seed=$(LABFORMER_SEED) cpu=$(ATEN_CPU_CAPABILITY)
 
-.PHONY: help venv book translations test lint test-robust test-notebooks lab bench browser clean
+.PHONY: help venv book translations test lint test-robust test-notebooks test-mutants lab bench browser \
+        clean
 
 help:
 	@echo "make book   build the HTML book into _build/html (English) and _build/html/zh (中文)"
 	@echo "make test   lint, the book (every notebook executed), unit tests, the book in a browser"
 	@echo "make test-notebooks  every notebook under nbval, with LABFORMER_SEED / ATEN_CPU_CAPABILITY"
 	@echo "make test-robust     every notebook under nbval for several seeds and CPU kernel settings"
+	@echo "make test-mutants    plant bugs in a copy of labformer; each chapter must catch its own"
 	@echo "make lab    open the chapters in JupyterLab"
 	@echo "make translations  update the Chinese catalogues after an English change"
 	@echo "make bench  benchmarks against PyTorch's own modules (writes bench/results.md)"
@@ -103,6 +105,11 @@ lint: venv
 # chapter x variant table. Chapters assert claims, so every seed and every CPU must pass.
 test-robust: venv
 	$(PY) tests/robust.py
+
+# Plant one bug at a time (1/sqrt(d_k), masks, KV cache, ...) in a copy of labformer and run the
+# chapter that teaches that part: it must fail. Prints a bug x chapter table (tests/mutants.py).
+test-mutants: venv
+	$(PY) tests/mutants.py
 
 # Every notebook under nbval, once, with the seed and CPU kernels of the environment, e.g.
 # LABFORMER_SEED=2 ATEN_CPU_CAPABILITY=avx2 make test-notebooks

@@ -1,0 +1,232 @@
+"""Plant bugs in a copy of labformer, one at a time; the chapter that teaches each part must fail.
+
+    python tests/mutants.py                  # every mutant (make test-mutants)
+    python tests/mutants.py scaling kv-cache # only the named ones
+    python tests/mutants.py --list           # with the known gaps, which run only when named
+
+A mutant is a (file, exact old text, new text) edit of one labformer source file. For each, the
+package is copied into a temporary directory, the edit is applied there (the old text must occur
+exactly once, so a refactor that moves it fails loudly), and the chapter runs under nbval with
+that directory first on PYTHONPATH; the real package is never touched. Every chapter used also
+runs once unmutated, and must pass: a chapter that fails anyway catches nothing. Prints a table
+(bug, chapter, caught or survived, the first failing line) and exits non-zero if a bug survives
+or a baseline fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "labformer"
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+IMPORT_PROBE = "import labformer; print(labformer.__file__)"
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str  # short id, also the command-line selector
+    bug: str  # what is wrong, in words
+    chapter: str  # the notebook under book/ that teaches this part
+    file: str  # relative to labformer/
+    old: str
+    new: str
+
+
+MUTANTS: list[Mutant] = [
+    # 02, not 03: chapter 3 passes its scale explicitly; chapter 2 checks labformer's default
+    # against F.scaled_dot_product_attention.
+    Mutant("scaling", "scores divided by d_k, not sqrt(d_k)", "02_self_attention",
+           "attention.py",
+           "scale = 1.0 / math.sqrt(d_k) if scale is None else scale",
+           "scale = 1.0 / d_k if scale is None else scale"),
+    Mutant("causal-mask", "causal mask off by one: each position sees the next", "08_decoder_masks",
+           "masks.py",
+           "return torch.ones(size, size, dtype=torch.bool, device=device).tril()",
+           "return torch.ones(size, size, dtype=torch.bool, device=device).tril(1)"),
+    Mutant("positional", "sin and cos columns swapped", "05_positional_encoding",
+           "positional.py",
+           "table[:, 0::2] = torch.sin(pos * freq)  # (max_len, d_model / 2)\n"
+           "    table[:, 1::2] = torch.cos(pos * freq)",
+           "table[:, 0::2] = torch.cos(pos * freq)  # (max_len, d_model / 2)\n"
+           "    table[:, 1::2] = torch.sin(pos * freq)"),
+    Mutant("smoothing", "label smoothing spreads eps over V - 1 classes", "09_loss", "loss.py",
+           "p = p + smoothing / num_classes",
+           "p = p + smoothing / (num_classes - 1)"),
+    Mutant("pad-loss", "padding positions counted in the loss", "09_loss", "loss.py",
+           "else target != ignore_index",
+           "else torch.ones_like(target, dtype=torch.bool)"),
+    Mutant("length-penalty", "length penalty multiplies instead of divides", "10_beam_search",
+           "decoding.py",
+           "return log_prob / float(length_penalty_factor(length, length_penalty))",
+           "return log_prob * float(length_penalty_factor(length, length_penalty))"),
+    Mutant("pre-post-ln", "Pre-LN and Post-LN swapped", "06_residual_norm", "layers.py",
+           "    if norm_first:\n        branch = dropout(sublayer(norm(x), *args))",
+           "    if not norm_first:\n        branch = dropout(sublayer(norm(x), *args))"),
+    Mutant("eval-dropout", "attention dropout active in eval mode", "07_transformer",
+           "multihead.py",
+           "p = self.dropout.p if self.dropout.training else 0.0",
+           "p = self.dropout.p"),
+    Mutant("head-merge", "heads merged without the transpose", "04_multi_head", "multihead.py",
+           "out = out.transpose(1, 2).reshape(B, T_q, self.d_model)",
+           "out = out.reshape(B, T_q, self.d_model)"),
+    Mutant("weight-tying", "output layer not tied to the target embedding", "07_transformer",
+           "transformer.py",
+           "self.generator.weight = self.tgt_embed.weight  # (|V|, d_model) shared",
+           "pass  # the output layer keeps its own matrix"),
+    Mutant("kv-cache", "self-attention cache keeps only the newest position", "08_decoder_masks",
+           "multihead.py",
+           "if self.k is None or self.v is None or self.static:",
+           "if self.k is None or self.v is None or not self.static:"),
+    Mutant("warmup", "decay after warm-up 1/step instead of 1/sqrt(step)", "11_translator",
+           "train.py",
+           "return min(step / warmup_steps, math.sqrt(warmup_steps / step))",
+           "return min(step / warmup_steps, warmup_steps / step)"),
+    Mutant("greedy-argmin", "greedy decoding picks the least probable token", "10_beam_search",
+           "decoding.py",
+           "token = log_p.argmax(dim=-1)  # (B,)",
+           "token = log_p.argmin(dim=-1)  # (B,)"),
+]
+
+# Real bugs that no chapter catches yet: run only when named (python tests/mutants.py greedy-eos).
+# Move one into MUTANTS once a chapter checks what it breaks.
+KNOWN_GAPS: list[Mutant] = [
+    # Chapter 10 greedy-decodes single sentences (or compares two runs with the same bug), and
+    # translate.py cuts every output at its first EOS, so a row that starts again after its EOS
+    # is never seen.
+    Mutant("greedy-eos", "greedy decoding forgets rows that already ended", "10_beam_search",
+           "decoding.py",
+           "done = done | (token == ids.eos)",
+           "done = token == ids.eos"),
+]
+
+
+def mutate(text: str, m: Mutant) -> str:
+    """The file's text with the mutant's edit; ValueError unless the old text occurs once."""
+    count = text.count(m.old)
+    if count != 1:
+        raise ValueError(f"mutant {m.name}: the old text occurs {count} times in "
+                         f"labformer/{m.file}, expected once: {m.old!r}")
+    return text.replace(m.old, m.new)
+
+
+def planted_copy(dest: Path, m: Mutant | None) -> None:
+    """Copy labformer into dest/labformer and apply the mutant there (None: unmutated)."""
+    shutil.copytree(PACKAGE, dest / "labformer",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    if m is not None:
+        path = dest / "labformer" / m.file
+        path.write_text(mutate(path.read_text(encoding="utf-8"), m), encoding="utf-8")
+
+
+def first_failure(output: str) -> str:
+    """The first failing claim (or the exception line) of an nbval run's output."""
+    lines = [ANSI.sub("", ln).strip() for ln in output.splitlines()]
+    for i, ln in enumerate(lines):
+        if ln.startswith("ClaimFailed: "):  # "ClaimFailed: 1 of 5 claims ...", then "- claim"
+            claims = [c[2:] for c in lines[i + 1:] if c.startswith("- ")]
+            return (claims[0] if claims else ln)[:200]
+    for pattern in (r"^[A-Za-z_.]*(Error|Exception|Failed|Interrupt)\b: .*",
+                    r"\b[A-Za-z_.]*(Error|Exception)\b.*"):
+        for ln in lines:
+            hit = re.search(pattern, ln)
+            if hit:
+                return hit.group(0)[:200]
+    tail = [ln for ln in lines if ln]
+    return tail[-1][:200] if tail else "(no output)"
+
+
+def run_chapter(chapter: str, m: Mutant | None) -> tuple[bool, str, float]:
+    """(passed, first failing line, seconds) of one chapter against a planted copy."""
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="labformer-mutant-") as tmp:
+        planted_copy(Path(tmp), m)
+        env = dict(os.environ, OMP_NUM_THREADS="1", TQDM_DISABLE="1",
+                   PYTHONPATH=os.pathsep.join([tmp, os.environ.get("PYTHONPATH", "")]))
+        probe = subprocess.run([sys.executable, "-c", IMPORT_PROBE],
+                               cwd=ROOT / "book", env=env, capture_output=True, text=True,
+                               check=False).stdout.strip()
+        if not probe.startswith(tmp):  # the harness is broken, not the chapter: stop loudly
+            raise RuntimeError(f"labformer imports from {probe!r}, not from the copy in {tmp}")
+        cmd = [sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-cell-timeout=900", "-x",
+               "-q", "-p", "no:cacheprovider", f"book/{chapter}.ipynb"]
+        done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    passed = done.returncode == 0
+    line = "" if passed else first_failure(done.stdout + "\n" + done.stderr)
+    return passed, line, time.perf_counter() - start
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("names", nargs="*", help="mutants to run (default: all)")
+    parser.add_argument("-n", "--workers", type=int, default=2, help="chapters run at once")
+    parser.add_argument("--list", action="store_true", help="list the mutants and exit")
+    args = parser.parse_args(argv)
+    if args.list:
+        for m in MUTANTS + KNOWN_GAPS:
+            gap = "  (known gap: not run by default)" if m in KNOWN_GAPS else ""
+            print(f"{m.name:15} {m.chapter:22} {m.bug}{gap}")
+        return 0
+    unknown = set(args.names) - {m.name for m in MUTANTS + KNOWN_GAPS}
+    if unknown:
+        parser.error(f"unknown mutants {sorted(unknown)}; see --list")
+    mutants = [m for m in MUTANTS + KNOWN_GAPS if m.name in args.names] if args.names \
+        else MUTANTS
+    for m in mutants:  # fail before running anything if a mutant no longer applies
+        mutate((PACKAGE / m.file).read_text(encoding="utf-8"), m)
+    chapters = sorted({m.chapter for m in mutants})
+    # the slowest chapters first, so that the short ones fill in around them
+    jobs: list[tuple[str, Mutant | None]] = [(c, None) for c in chapters]
+    jobs += [(m.chapter, m) for m in mutants]
+    jobs.sort(key=lambda j: not j[0].startswith(("11", "13")))
+    start = time.perf_counter()
+
+    def one(job: tuple[str, Mutant | None]) -> tuple[bool, str, float]:
+        chapter, m = job
+        result = run_chapter(chapter, m)
+        what = "baseline" if m is None else m.name
+        status = ("pass" if result[0] else "FAIL") if m is None else \
+            ("survived" if result[0] else "caught")
+        print(f"  {what:15} {chapter:22} {status:8} {result[2]:5.0f} s", flush=True)
+        return result
+
+    with ThreadPoolExecutor(max_workers=args.workers) as pool:
+        results = dict(zip(jobs, pool.map(one, jobs), strict=True))
+    wall = time.perf_counter() - start
+
+    broken = [c for c in chapters if not results[(c, None)][0]]
+    print("\n| bug | chapter | result | first failing line | s |")
+    print("|---|---|---|---|---|")
+    for m in mutants:
+        passed, line, secs = results[(m.chapter, m)]
+        verdict = "survived" if passed else "caught"
+        if m.chapter in broken:
+            verdict = "baseline fails"
+        print(f"| {m.name}: {m.bug} | {m.chapter} | {verdict} | {line.replace('|', '/')} "
+              f"| {secs:.0f} |")
+    for c in broken:
+        print(f"baseline {c} FAILS unmutated: {results[(c, None)][1]}")
+    survived = [m.name for m in mutants if results[(m.chapter, m)][0]]
+    caught = len(mutants) - len(survived)
+    print(f"\n{caught}/{len(mutants)} bugs caught; {len(chapters)} baselines, "
+          f"{len(broken)} failing; wall time {wall:.0f} s")
+    if survived:
+        print("survived: " + ", ".join(survived))
+    if not args.names and KNOWN_GAPS:
+        print("known gaps, not run (no chapter catches them yet): "
+              + ", ".join(m.name for m in KNOWN_GAPS))
+    return 1 if survived or broken else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
