@@ -171,16 +171,23 @@ class Evidence:
         self.claims.append((claim, ok, measured))
         return ok
 
+    def failure(self) -> ClaimFailed | None:
+        """The error that names every claim recorded as not holding, or None if all hold."""
+        failed = [(c, m) for c, ok, m in self.claims if not ok]
+        if not failed:
+            return None
+        lines = [f"- {c}" + (f" (measured: {m})" if m else "") for c, m in failed]
+        where = f" in {self.title!r}" if self.title else ""
+        return ClaimFailed(f"{len(failed)} of {len(self.claims)} claims{where} do not hold "
+                           "on this run:\n" + "\n".join(lines))
+
     def verify(self) -> Evidence:
         """Raises :class:`ClaimFailed` listing the claims that do not hold; else ``self``."""
         if not self.claims:
             raise ValueError("evidence with no claim: check at least one")
-        failed = [(c, m) for c, ok, m in self.claims if not ok]
-        if failed:
-            lines = [f"- {c}" + (f" (measured: {m})" if m else "") for c, m in failed]
-            where = f" in {self.title!r}" if self.title else ""
-            raise ClaimFailed(f"{len(failed)} of {len(self.claims)} claims{where} do not hold "
-                              "on this run:\n" + "\n".join(lines))
+        error = self.failure()
+        if error is not None:
+            raise error
         return self
 
     def __str__(self) -> str:
@@ -203,14 +210,23 @@ class Evidence:
 
 @contextmanager
 def evidence(title: str = "") -> Iterator[Evidence]:
-    """Checks claims and shows them: ``with evidence() as ev: ev.check(claim, holds, measured)``.
+    """Checks claims and shows them: ``with evidence() as ev: assert ev.check(claim, holds,
+    measured)``.
 
-    On leaving the block every claim is verified (a false one raises :class:`ClaimFailed`, with
-    the claim in the message), then the list is displayed: in a notebook as a compact list of
-    ✓ lines, each followed by its measured values; elsewhere printed.
+    ``check`` returns whether the claim holds, so each claim is an ``assert`` of its own; a
+    failed one ends the block with :class:`ClaimFailed`, the claim and its values in the
+    message (so does any claim recorded false without an assert). Otherwise the list is shown:
+    in a notebook as ✓ lines, each followed by its measured values; elsewhere printed.
     """
     ev = Evidence(title)
-    yield ev
+    try:
+        yield ev
+    except AssertionError as exc:
+        # ``assert ev.check(...)`` stops at the first false claim: name it, not a bare assert.
+        error = ev.failure()
+        if error is None or isinstance(exc, ClaimFailed):
+            raise
+        raise error from exc
     ev.verify()
     try:
         from IPython import get_ipython

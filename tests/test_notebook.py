@@ -145,6 +145,24 @@ def test_a_false_claim_fails_with_the_claim_in_the_message():
     assert issubclass(ClaimFailed, AssertionError)
 
 
+def test_an_assert_on_a_false_claim_names_the_claim():
+    from labformer.notebook import ClaimFailed, evidence
+
+    with pytest.raises(ClaimFailed, match=r"1 of 2 claims do not hold.*\n- the mask is causal "
+                                          r"\(measured: 3 future weights\)") as caught:
+        with evidence() as ev:
+            assert ev.check("rows sum to 1", True)
+            assert ev.check("the mask is causal", False, "3 future weights")
+            ev.check("never reached", True)
+    assert isinstance(caught.value.__cause__, AssertionError)
+    # An assert that is not about a claim is not dressed up as one.
+    with pytest.raises(AssertionError) as plain:
+        with evidence() as ev:
+            assert ev.check("rows sum to 1", True)
+            assert 1 == 2
+    assert not isinstance(plain.value, ClaimFailed)
+
+
 def test_evidence_refuses_empty_claims_and_ambiguous_truth():
     from labformer.notebook import Evidence, evidence
 
