@@ -70,6 +70,10 @@ class TrainConfig:
     # Warm-up at most this share of the run's steps (a short run still reaches its peak
     # rate); None: ``warmup_steps`` whatever the run's length.
     max_warmup_share: float | None = None
+    # False: no warm-up, the same decay: the peak rate until step ``warmup_steps``, then
+    # peak * sqrt(warmup_steps / step), so a run with and one without warm-up differ only in
+    # their first ``warmup_steps`` steps (chapter 13's 2x2 of norm place and warm-up).
+    warmup: bool = True
 
     def __post_init__(self) -> None:
         if self.epochs < 1 or self.warmup_steps < 1 or self.lr <= 0:
@@ -126,10 +130,16 @@ def planned_schedule(config: TrainConfig, steps_per_epoch: int) -> tuple[int, in
     return epochs, warmup
 
 
-def lr_factor(step: int, warmup_steps: int) -> float:
-    """Multiplier of the peak rate at optimiser step ``step`` (1-based): linear up, then 1/sqrt."""
+def lr_factor(step: int, warmup_steps: int, warmup: bool = True) -> float:
+    """Multiplier of the peak rate at optimiser step ``step`` (1-based).
+
+    With ``warmup``, min(s/w, sqrt(w/s)): linear up to the peak at step w, then 1/sqrt
+    (Vaswani et al. 5.3). Without, min(1, sqrt(w/s)): the peak from the first step, and the
+    same decay after step w.
+    """
     step = max(step, 1)
-    return min(step / warmup_steps, math.sqrt(warmup_steps / step))
+    rise = step / warmup_steps if warmup else 1.0
+    return min(rise, math.sqrt(warmup_steps / step))
 
 
 def pick_device(name: str = "auto") -> torch.device:
@@ -443,7 +453,7 @@ def train(
         optimizer_groups(model, config.weight_decay), lr=config.lr, betas=config.betas
     )
     scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda i: lr_factor(i + 1, warmup)
+        optimizer, lambda i: lr_factor(i + 1, warmup, config.warmup)
     )
     history, start_epoch = History(), 0
     if resume and checkpoint is not None and Path(checkpoint).is_file():

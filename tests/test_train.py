@@ -631,3 +631,14 @@ def test_training_leaves_the_callers_random_state_alone():
     torch.manual_seed(999)
     again = train(twin, _copy_batches(num=2), _config(1), device="cpu", progress=False)
     assert again.step_loss == h.step_loss
+
+
+def test_lr_factor_without_warmup_starts_at_the_peak_and_decays_the_same():
+    w = 10
+    assert [lr_factor(s, w, warmup=False) for s in (1, 5, 10)] == [1.0, 1.0, 1.0]
+    for s in (10, 11, 40, 1000):  # after the warm-up both schedules are one curve
+        assert lr_factor(s, w, warmup=False) == lr_factor(s, w)
+    h = train(_model(), _copy_batches(), _config(2, warmup=False), device="cpu",
+              progress=False)
+    assert h.step_lr[:5] == pytest.approx([3e-3] * 5)  # the peak from the first step
+    assert h.step_lr[11] == pytest.approx(3e-3 * math.sqrt(5 / 12))
