@@ -19,6 +19,7 @@ help:
 	@echo "make test   lint, the book (every notebook executed), unit tests, the book in a browser"
 	@echo "make test-notebooks  every notebook under nbval, with LABFORMER_SEED / ATEN_CPU_CAPABILITY"
 	@echo "make test-robust     every notebook under nbval for several seeds and CPU kernel settings"
+	@echo "                     (SEEDS=N: N fresh random seeds)"
 	@echo "make test-mutants    plant bugs in a copy of labformer; each chapter must catch its own"
 	@echo "make lab    open the chapters in JupyterLab"
 	@echo "make translations  update the Chinese catalogues after an English change"
@@ -103,8 +104,9 @@ lint: venv
 
 # Every notebook under nbval for seeds 0-4 crossed with ATEN_CPU_CAPABILITY settings; prints a
 # chapter x variant table. Chapters assert claims, so every seed and every CPU must pass.
+# SEEDS=N: N fresh random seeds instead (printed, so a failure can be rerun).
 test-robust: venv
-	$(PY) tests/robust.py
+	$(PY) tests/robust.py $(if $(SEEDS),--seeds $(SEEDS))
 
 # Plant one bug at a time (1/sqrt(d_k), masks, KV cache, ...) in a copy of labformer and run the
 # chapter that teaches that part: it must fail. Prints a bug x chapter table (tests/mutants.py).

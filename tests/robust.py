@@ -1,18 +1,26 @@
 """Run every chapter under nbval for several seeds and CPU kernel settings; print a table.
 
     python tests/robust.py                      # the default sweep (make test-robust)
+    python tests/robust.py --seeds 3            # 3 fresh random seeds (make test-robust SEEDS=3)
     python tests/robust.py --variants 5:avx2 book/03_scaling.ipynb
+    python tests/robust.py --commit-seed        # print the seed CI derives from HEAD
 
 A variant is ``SEED:KERNEL``: ``LABFORMER_SEED`` for the chapters' random draws, and
 ``ATEN_CPU_CAPABILITY`` for the float kernels PyTorch dispatches to (``default``, ``avx2``,
 ``avx512``; ``native`` leaves the variable unset, so the CPU's best is used). A chapter's
 asserts must hold in every variant: they test claims, not one run.
+
+Fresh seeds (``--seeds N``) are drawn from the operating system's entropy and printed, so a
+failure can be reproduced with ``--variants SEED:KERNEL``; they cycle through the kernel
+settings. CI runs one variant whose seed comes from the commit hash (``--commit-seed``): every
+commit meets a seed that nobody chose, and the same commit always meets the same one.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import re
 import subprocess
 import sys
@@ -33,6 +41,28 @@ def parse_variant(text: str) -> tuple[int, str]:
         raise argparse.ArgumentTypeError(
             f"a variant is SEED:KERNEL with KERNEL in native|default|avx2|avx512, got {text!r}")
     return int(seed), kernel
+
+
+#: Fresh and commit-derived seeds avoid 0-4, which the default sweep already covers.
+FRESH_SEEDS = range(5, 1_000_000)
+KERNELS = ["native", "default", "avx2"]
+
+
+def fresh_variants(count: int) -> list[tuple[int, str]]:
+    """``count`` random seeds, each with the next kernel setting in turn."""
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"--seeds needs a positive count, got {count}")
+    return [(FRESH_SEEDS[secrets.randbelow(len(FRESH_SEEDS))], KERNELS[i % len(KERNELS)])
+            for i in range(count)]
+
+
+def commit_seed(revision: str = "HEAD") -> int:
+    """A seed from the commit hash: the same commit always gets the same seed."""
+    result = subprocess.run(["git", "rev-parse", revision], cwd=ROOT, capture_output=True,
+                            text=True)
+    if result.returncode != 0:
+        raise SystemExit(f"--commit-seed needs a git checkout: {result.stderr.strip()}")
+    return FRESH_SEEDS[int(result.stdout.strip()[:12], 16) % len(FRESH_SEEDS)]
 
 
 def run_variant(seed: int, kernel: str, notebooks: list[str], workers: int) -> dict[str, str]:
@@ -77,8 +107,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", type=lambda s: [parse_variant(v) for v in s.split(",")],
                         default=[parse_variant(v) for v in DEFAULT_VARIANTS],
                         help="comma-separated SEED:KERNEL (default: %(default)s)")
+    parser.add_argument("--seeds", type=int, metavar="N",
+                        help="instead of --variants: N fresh random seeds, kernels in turn")
+    parser.add_argument("--commit-seed", action="store_true",
+                        help="print the seed derived from the commit hash (CI's) and exit")
     parser.add_argument("-n", "--workers", type=int, default=2, help="notebooks run at once")
     args = parser.parse_args(argv)
+    if args.commit_seed:
+        print(commit_seed())
+        return 0
+    if args.seeds is not None:
+        try:
+            args.variants = fresh_variants(args.seeds)
+        except argparse.ArgumentTypeError as err:
+            parser.error(str(err))
+        print("fresh variants: " + ",".join(f"{s}:{k}" for s, k in args.variants)
+              + "  (rerun one with --variants SEED:KERNEL)", flush=True)
     notebooks = args.notebooks or sorted(str(p.relative_to(ROOT))
                                          for p in (ROOT / "book").glob("*.ipynb"))
     table: dict[str, dict[str, str]] = {nb: {} for nb in notebooks}
