@@ -64,6 +64,9 @@ class TransformerConfig:
     # Ablations: the paper's model has both True.
     scale_scores: bool = True  # False: attention scores q.k are not divided by sqrt(d_k)
     residual: bool = True  # False: each sublayer's output replaces its input (norms kept)
+    # False: the source gets no positions while the target keeps ``positional`` (an ablation
+    # that leaves the decoder's word order intact and takes the encoder's away).
+    encoder_positions: bool = True
 
     # A ClassVar, so not a dataclass field: named configurations shared by demos and tests.
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
@@ -89,7 +92,7 @@ class TransformerConfig:
         if self.positional not in _POSITIONS:
             raise ValueError(f"positional must be one of {', '.join(map(repr, _POSITIONS))}, "
                              f"got {self.positional!r}")
-        for name in ("norm_first", "scale_scores", "residual"):
+        for name in ("norm_first", "scale_scores", "residual", "encoder_positions"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if isinstance(self.tie_embeddings, bool):  # the boolean of earlier versions
@@ -226,6 +229,10 @@ class Transformer(nn.Module):
                                       **factory)
         self.positions = _POSITIONS[cfg.positional](cfg.d_model, cfg.max_len, cfg.dropout,
                                                     **factory)
+        # Without encoder positions, the source's embeddings get only the dropout.
+        self.src_positions: nn.Module | None = (
+            None if cfg.encoder_positions
+            else NoPositionalEncoding(cfg.d_model, cfg.max_len, cfg.dropout, **factory))
         self.encoder = Encoder(cfg, **factory)
         self.decoder = Decoder(cfg, **factory)
         self.generator = nn.Linear(cfg.d_model, cfg.tgt_vocab_size, **factory)
@@ -254,19 +261,23 @@ class Transformer(nn.Module):
         """(B, 1, T, T): causal AND not padding (on the keys)."""
         return causal_mask(tgt.shape[1], tgt.device) & padding_mask(tgt, self.config.pad_id)
 
-    def _embed(self, tokens: Tensor, table: nn.Embedding, offset: int = 0) -> Tensor:
-        """Token ids (B, T) -> table(tokens) * sqrt(d_model) + positions offset.., then dropout."""
+    def _embed(self, tokens: Tensor, table: nn.Embedding, offset: int = 0,
+               positions: nn.Module | None = None) -> Tensor:
+        """Token ids (B, T) -> table(tokens) * sqrt(d_model) + positions offset.., then dropout.
+
+        ``positions``: the module that adds them (default ``self.positions``)."""
         if tokens.dim() != 2 or tokens.is_floating_point():
             raise ValueError(f"expected integer token ids (B, T), got {tokens.dtype} "
                              f"{tuple(tokens.shape)}")
         check_token_ids(tokens, table.num_embeddings)
         x = table(tokens) * math.sqrt(self.config.d_model)  # (B, T, d_model)
-        out: Tensor = self.positions(x, offset)
+        out: Tensor = (positions or self.positions)(x, offset)
         return out
 
     def encode(self, src: Tensor) -> Tensor:
         """src (B, S) token ids -> memory (B, S, d_model). Decode it with ``self.src_mask(src)``."""
-        memory: Tensor = self.encoder(self._embed(src, self.src_embed), mask=self.src_mask(src))
+        x = self._embed(src, self.src_embed, positions=self.src_positions)
+        memory: Tensor = self.encoder(x, mask=self.src_mask(src))
         return memory
 
     def decode(

@@ -338,6 +338,26 @@ def test_positional_none_makes_the_encoder_permutation_equivariant():
     assert not_close(with_positions.encode(src[:, perm]), with_positions.encode(src)[:, perm])
 
 
+def test_encoder_positions_false_removes_positions_from_the_source_only():
+    model = _model(encoder_positions=False)
+    full = _model()
+    assert model.state_dict().keys() == full.state_dict().keys()
+    model.load_state_dict(full.state_dict())
+    src, tgt = _batch()
+    perm = torch.randperm(7, generator=torch.Generator().manual_seed(6))
+    # The encoder is permutation-equivariant, so cross-attention cannot tell the order ...
+    assert_close(model.encode(src[:, perm]), model.encode(src)[:, perm])
+    assert_close(model(src[:, perm], tgt), model(src, tgt))
+    assert not_close(full(src[:, perm], tgt), full(src, tgt))
+    # ... while the decoder still sees its own word order: same as the full model there.
+    memory = model.encode(src)
+    mask = model.src_mask(src)
+    assert_close(model.decode(tgt, memory, mask), full.decode(tgt, memory, mask))
+    assert not_close(model.encode(src), full.encode(src))
+    with pytest.raises(ValueError, match="encoder_positions must be True or False"):
+        _model(encoder_positions=0)
+
+
 def test_scale_scores_false_equals_queries_scaled_up_in_every_attention():
     """No 1/sqrt(d_k) anywhere: the same model as the default one with every W_Q and b_Q
     multiplied by sqrt(d_k)."""
