@@ -90,8 +90,18 @@ MUTANTS: list[Mutant] = [
            "if self.k is None or self.v is None or not self.static:"),
     Mutant("warmup", "decay after warm-up 1/step instead of 1/sqrt(step)", "11_translator",
            "train.py",
-           "return min(step / warmup_steps, math.sqrt(warmup_steps / step))",
-           "return min(step / warmup_steps, warmup_steps / step)"),
+           "return min(rise, math.sqrt(warmup_steps / step))",
+           "return min(rise, warmup_steps / step)"),
+    Mutant("mha-scale", "multi-head attention divides its scores by d_k, not sqrt(d_k)",
+           "03_scaling", "multihead.py",
+           "self.scale = scale  # None: 1/sqrt(d_k), decided where the scores are computed",
+           "self.scale = 1.0 / self.d_k if scale is None else scale"),
+    Mutant("dropout-after-add", "dropout on the residual sum, not on the sublayer's branch",
+           "07_transformer", "layers.py",
+           "        branch = dropout(sublayer(norm(x), *args))\n"
+           "        return x + branch if skip else branch",
+           "        branch = sublayer(norm(x), *args)\n"
+           "        return dropout(x + branch if skip else branch)"),
     Mutant("greedy-argmin", "greedy decoding picks the least probable token", "10_beam_search",
            "decoding.py",
            "token = log_p.argmax(dim=-1)  # (B,)",
@@ -175,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         for m in MUTANTS + KNOWN_GAPS:
             gap = "  (known gap: not run by default)" if m in KNOWN_GAPS else ""
-            print(f"{m.name:15} {m.chapter:22} {m.bug}{gap}")
+            print(f"{m.name:17} {m.chapter:22} {m.bug}{gap}")
         return 0
     unknown = set(args.names) - {m.name for m in MUTANTS + KNOWN_GAPS}
     if unknown:
@@ -197,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         what = "baseline" if m is None else m.name
         status = ("pass" if result[0] else "FAIL") if m is None else \
             ("survived" if result[0] else "caught")
-        print(f"  {what:15} {chapter:22} {status:8} {result[2]:5.0f} s", flush=True)
+        print(f"  {what:17} {chapter:22} {status:8} {result[2]:5.0f} s", flush=True)
         return result
 
     with ThreadPoolExecutor(max_workers=args.workers) as pool:
