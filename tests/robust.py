@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import secrets
 import re
+import secrets
 import subprocess
 import sys
 import tempfile
