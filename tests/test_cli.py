@@ -13,7 +13,7 @@ import torch
 
 import labformer.translate
 from labformer.cli import main
-from labformer.data import Vocab, generate_corpus, save_pairs
+from labformer.data import Vocab, everyday_pairs_path, generate_corpus, save_pairs
 from labformer.train import TrainConfig, load_checkpoint, save_checkpoint
 from labformer.translate import (
     MODEL_DEFAULTS,
@@ -370,7 +370,7 @@ def test_console_script_help():
 # ------------------------------------------------------------- real files, checks, pipes
 
 DATA = Path(__file__).parent / "data"
-EVERYDAY = DATA / "fr-en-everyday.tsv"
+EVERYDAY = everyday_pairs_path()  # package data, not tests/data
 
 
 def _train_args(tmp_path, *extra: str) -> list[str]:

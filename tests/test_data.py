@@ -22,6 +22,7 @@ from labformer.data import (
     candidate_pairs,
     detokenize,
     encode_pairs,
+    everyday_pairs_path,
     generate_corpus,
     guess_language,
     load_pairs,
@@ -725,8 +726,17 @@ def test_moses_and_the_corpus_tokenizer_agree_on_the_corpus(corpus) -> None:
 DATA = Path(__file__).parent / "data"
 
 
+def test_the_everyday_file_ships_inside_the_package() -> None:
+    import labformer
+
+    path = everyday_pairs_path()
+    assert path.is_file() and path.name == "fr-en-everyday.tsv"
+    assert path.resolve().is_relative_to(Path(labformer.__file__).resolve().parent)
+    assert not (DATA / path.name).exists()  # one copy, the package's
+
+
 def test_the_shipped_everyday_file_is_cased_real_text() -> None:
-    pairs = read_pairs(DATA / "fr-en-everyday.tsv")
+    pairs = read_pairs(everyday_pairs_path())
     assert len(pairs) >= 300 and pairs[0].line == 1
     assert len({s for _, s, _ in pairs}) == len(pairs)  # no duplicate source
     assert guess_language([p.src for p in pairs]) == "fr"

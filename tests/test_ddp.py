@@ -120,7 +120,7 @@ def test_a_failure_on_rank_0_ends_every_rank_with_one_line(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
            "2", "-m", "labformer.cli", "train", "--pairs",
-           str(ROOT / "tests" / "data" / "fr-en-everyday.tsv"), "--out", str(out),
+           str(ROOT / "labformer" / "data" / "fr-en-everyday.tsv"), "--out", str(out),
            "--epochs", "1", "--device", "cpu"]
     run = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True,
                          timeout=180)

@@ -4,7 +4,7 @@
     python tests/train_everyday.py --seed 3
 
 This is the README's "your own file" recipe, end to end: ``labformer train --pairs
-tests/data/fr-en-everyday.tsv`` with nothing else set, then the trained model translates its
+labformer/data/fr-en-everyday.tsv`` with nothing else set, then the trained model translates its
 own training sentences back. The check: cased BLEU >= 80 on them (sacreBLEU on detokenised
 text), no empty translation, and a 3-pair file refused before any work. Too slow for the unit
 tests (a few minutes of CPU), so it is a script; it exits non-zero when a check fails.
@@ -21,7 +21,6 @@ import tempfile
 import time
 from pathlib import Path
 
-DATA = Path(__file__).parent / "data"
 MIN_BLEU = 80.0
 
 
@@ -32,7 +31,7 @@ def main() -> int:
 
     from labformer.cli import _split_pairs
     from labformer.cli import main as cli
-    from labformer.data import read_pairs
+    from labformer.data import everyday_pairs_path, read_pairs
     from labformer.translate import Translator
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -45,11 +44,12 @@ def main() -> int:
 
         out = f"{tmp}/everyday.pt"
         cpu0, wall0 = time.process_time(), time.perf_counter()
-        code = cli(["train", "--pairs", str(DATA / "fr-en-everyday.tsv"), "--out", out,
+        everyday = everyday_pairs_path()
+        code = cli(["train", "--pairs", str(everyday), "--out", out,
                     "--seed", str(args.seed), "--quiet"])
         cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
         translator = Translator.from_checkpoint(out)
-        train_lines, valid_lines = _split_pairs(read_pairs(DATA / "fr-en-everyday.tsv"))
+        train_lines, valid_lines = _split_pairs(read_pairs(everyday))
         own = [(p.src, p.tgt) for p in train_lines]
         scores = translator.evaluate(own)
         held_out = translator.evaluate([(p.src, p.tgt) for p in valid_lines])

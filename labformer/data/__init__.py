@@ -9,6 +9,8 @@ under it but ``batching``) does not load torch.
 from __future__ import annotations
 
 import importlib
+import importlib.resources
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from labformer.data.corpus import Corpus, candidate_pairs, generate_corpus
@@ -40,6 +42,7 @@ __all__ = [
     "candidate_pairs",
     "detokenize",
     "encode_pairs",
+    "everyday_pairs_path",
     "generate_corpus",
     "guess_language",
     "load_pairs",
@@ -51,6 +54,20 @@ __all__ = [
     "save_pairs",
     "tokenize",
 ]
+
+
+def everyday_pairs_path() -> Path:
+    """The path of the everyday French -> English pairs shipped with the package.
+
+    About 300 cased pairs written by hand (``French<TAB>English``, one a line), read by
+    ``load_pairs`` and by ``labformer train --pairs``. The file is package data, so the path
+    works from a clone, an installed wheel or a notebook downloaded on its own::
+
+        from labformer.data import everyday_pairs_path, load_pairs
+        pairs = load_pairs(everyday_pairs_path())
+    """
+    resource = importlib.resources.files("labformer.data") / "fr-en-everyday.tsv"
+    return Path(str(resource))
 
 
 def __getattr__(name: str) -> Any:
