@@ -152,9 +152,12 @@ def glue_in_translations() -> None:
 
     Sphinx parses each translated message as a small document of its own, which myst-nb reads
     as Markdown without the notebook's outputs, so a glued number in a translation would find
-    no value. The notebook's renderer, recorded while its page is read, is lent to them.
+    no value. The notebook's renderer, recorded while its page is read, is lent to them. A key
+    with the edition's language appended (``KEY_zh``), when the notebook glued one, takes the
+    place of ``KEY`` in a translation: sentences a chapter generates come in both languages.
     """
     import myst_nb.ext.glue.roles as glue_roles
+    import myst_nb.ext.glue.utils as glue_utils
     import myst_nb.sphinx_ as nb_sphinx
 
     if getattr(nb_sphinx.load_renderer, "_records", False):
@@ -179,16 +182,25 @@ def glue_in_translations() -> None:
         parse(self, inputstring, document)
 
     def lending_retrieve(document: Any, key: str) -> Any:
-        if "nb_renderer" not in document and str(document.current_source).endswith(
-                "<translated>"):
+        if not str(document.current_source).endswith("<translated>"):
+            return retrieve(document, key)
+        # A translation prefers the key's edition: "ch13_verdict_zh" over "ch13_verdict", so
+        # a chapter can glue a generated sentence in each language.
+        language = (document.settings.env.config.language or "").split("_")[0]
+        lent = "nb_renderer" not in document
+        if lent:
             renderer = renderers.get(document.settings.env.docname)
-            if renderer is not None:
-                document["nb_renderer"] = renderer  # lent for this lookup only: the
-                try:                                # document is pickled later
-                    return retrieve(document, key)
-                finally:
-                    del document["nb_renderer"]
-        return retrieve(document, key)
+            if renderer is None:
+                return retrieve(document, key)
+            document["nb_renderer"] = renderer  # lent for this lookup only: the document
+        try:                                    # is pickled later
+            try:
+                return retrieve(document, f"{key}_{language}")
+            except glue_utils.RetrievalError:
+                return retrieve(document, key)
+        finally:
+            if lent:
+                del document["nb_renderer"]
 
     recording_load_renderer._records = True  # type: ignore[attr-defined]
     nb_sphinx.load_renderer = recording_load_renderer
