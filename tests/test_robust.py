@@ -38,3 +38,35 @@ def test_variants_name_seed_and_kernel() -> None:
     for bad in ("7", "x:avx2", "7:sse"):
         with pytest.raises(argparse.ArgumentTypeError, match="SEED:KERNEL"):
             robust.parse_variant(bad)
+
+
+# ------------------------------------------------------------------------------ claim_sweep.py
+
+import claim_sweep  # noqa: E402
+
+
+def test_seed_ranges_parse() -> None:
+    assert claim_sweep.parse_seeds("1-3,9") == [1, 2, 3, 9]
+    with pytest.raises(argparse.ArgumentTypeError, match="like 1-5,9"):
+        claim_sweep.parse_seeds("1-x")
+
+
+def test_claim_sweep_records_false_claims_and_spreads(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(
+        "import os\nfrom labformer.notebook import evidence\n"
+        "seed = int(os.environ['LABFORMER_SEED'])\n"
+        "with evidence() as ev:\n"
+        "    assert ev.check('the seed is even', seed % 2 == 0, f'seed {seed}, half {seed / 2}')\n"
+        "    assert ev.check('always', True)\n")]
+    path = tmp_path / "chapter.ipynb"
+    nbformat.write(nb, path)
+    assert claim_sweep.main([str(path), "--seeds", "1-3", "--kernels", "native"]) == 0
+    out = capsys.readouterr().out
+    assert "seed 1 native: 2 claims, 1 false" in out and "seed 2 native: 2 claims, 0 false" in out
+    assert "[0] the seed is even: held in 1 of 3 runs" in out
+    assert "number 1: mean 2, sd 1, min 1, max 3" in out
+    assert "[1] always: held in 3 of 3 runs" in out
