@@ -140,6 +140,21 @@ def test_chinese_pages_are_written_in_chinese(html_dir: Path) -> None:
     assert not problems, "\n".join(problems)
 
 
+#: Words of sentences that chapters generate from data (glued as KEY and, in Chinese, KEY_zh).
+GENERATED = {"book/11_translator.html": "in the same CPU time",
+             "book/13_ablations.html": "points over"}
+
+
+def test_generated_sentences_come_in_the_edition_language(html_dir: Path) -> None:
+    """A verdict a chapter writes from its data reads in Chinese in the Chinese edition."""
+    for rel, words in GENERATED.items():
+        english = [p for p in read_page(html_dir / rel).paragraphs if is_prose(p)]
+        chinese = [p for p in read_page(html_dir / ZH / rel).paragraphs if is_prose(p)]
+        assert any(words in p for p in english), f"{rel}: no generated sentence ({words!r})"
+        left = [p[:120] for p in chinese if words in p]
+        assert not left, f"zh/{rel}: generated sentences still in English: {left}"
+
+
 def test_english_pages_stay_english(html_dir: Path) -> None:
     english, _ = editions(html_dir)
     for rel in english:
