@@ -5,6 +5,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
+# Notebooks executed at once by `make book` (each runs on one thread), and pytest workers.
+JOBS ?= 2
 # Fingerprint of the package: when it changes, cached notebook outputs are stale.
 LABFORMER_HASH = $(shell find labformer -type f -not -path '*/__pycache__/*' | LC_ALL=C sort \
                    | xargs sha256sum | sha256sum | cut -c1-16)
@@ -46,13 +48,21 @@ book: venv
 	  echo "labformer, LABFORMER_SEED or ATEN_CPU_CAPABILITY changed: re-executing every notebook"; \
 	  rm -rf _build/.jupyter_cache; fi
 	@echo "$(BOOK_KEY)" > _build/.labformer-hash
-	@if ! TQDM_DISABLE=1 $(VENV)/bin/jupyter-book build . -W -n --keep-going; then \
+	@# The notebooks first, two at a time, into the execution cache; the build then reads it.
+	@if ! TQDM_DISABLE=1 $(TIMED) "execute notebooks ($(JOBS) at once)" \
+	     $(PY) book/_ext/execute_notebooks.py --jobs $(JOBS); then \
+	  rm -rf _build/html _build/.doctrees; \
+	  echo "make book: a notebook failed (traceback above); _build/html was removed." >&2; \
+	  exit 1; fi
+	@if ! TQDM_DISABLE=1 $(TIMED) "HTML, English" \
+	     $(VENV)/bin/jupyter-book build . -W -n --keep-going; then \
 	  rm -rf _build/html _build/.doctrees; \
 	  echo "make book: the build failed (errors above); _build/html was removed." >&2; \
 	  exit 1; fi
 	@echo "Building the Chinese edition (book/locales/zh_CN; notebooks come from the cache) ..."
 	@$(PY) book/_ext/editions.py config zh_CN >/dev/null
-	@if ! TQDM_DISABLE=1 $(VENV)/bin/jupyter-book build . --config _build/_config.zh_CN.yml \
+	@if ! TQDM_DISABLE=1 $(TIMED) "HTML, Chinese" \
+	     $(VENV)/bin/jupyter-book build . --config _build/_config.zh_CN.yml \
 	     --toc _build/_toc.zh_CN.yml --path-output _build/zh -W -n --keep-going; then \
 	  rm -rf _build/html _build/.doctrees _build/zh; \
 	  echo "make book: the Chinese edition failed (errors above); _build/html was removed." >&2; \
@@ -90,17 +100,32 @@ browser:
 	@test -x $(CHROMIUM) || { echo "chromium not found at $(CHROMIUM)"; exit 1; }
 
 # Lint and types; the book build, which executes every notebook once and fails on any error
-# (see `book`); then the unit tests (with coverage) and the built book's tests in a browser.
+# (see `book`); then the unit tests (with coverage) and the built book's tests in a browser, on
+# $(JOBS) workers (one test file per worker: a file's fixtures are built once), and last, alone,
+# the tests that need the machine to themselves (marked `solo`: two DDP processes). Each phase
+# is timed (tests/timed.sh) and the table printed at the end (tests/phases.sh).
 # nbval runs the notebooks under other seeds and CPU kernels: `test-notebooks`, `test-robust`.
-NBVAL := $(PY) -m pytest book --nbval-lax --nbval-cell-timeout=900 -n 2 --dist loadfile
-test: venv browser lint book
-	CHROMIUM=$(CHROMIUM) $(PY) -m pytest tests --cov=labformer --cov-report=term --cov-fail-under=90
+NBVAL := $(PY) -m pytest book --nbval-lax --nbval-cell-timeout=900 -n $(JOBS) --dist loadfile
+TIMED := PHASES=$(CURDIR)/_build/phases.tsv $(CURDIR)/tests/timed.sh
+test:
+	@mkdir -p _build && rm -f _build/phases.tsv
+	@$(TIMED) "setup (.venv, browser)" $(MAKE) --no-print-directory venv browser
+	@$(TIMED) "lint and types" $(MAKE) --no-print-directory lint
+	@$(MAKE) --no-print-directory book
+	@$(TIMED) "tests on $(JOBS) workers" env CHROMIUM=$(CHROMIUM) $(PY) -m pytest tests \
+	  -n $(JOBS) --dist loadfile -m "not solo" --cov=labformer --cov-report=
+	@$(TIMED) "tests that run alone" env CHROMIUM=$(CHROMIUM) $(PY) -m pytest tests -m solo \
+	  --cov=labformer --cov-append --cov-report=term --cov-fail-under=90
+	@tests/phases.sh _build/phases.tsv
 
 # The chapters' code lines fit the book's code boxes: 80 columns (a 1024 px screen shows 86).
+# The workflow for forks and the citation file are checked against their schemas (offline).
 lint: venv
 	$(VENV)/bin/ruff check labformer tests bench book/_ext
 	$(VENV)/bin/ruff check --select E501 --line-length 80 book/*.ipynb
 	$(VENV)/bin/mypy
+	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
+	$(VENV)/bin/check-jsonschema --builtin-schema vendor.citation-file-format CITATION.cff
 
 # Every notebook under nbval for seeds 0-4 crossed with ATEN_CPU_CAPABILITY settings; prints a
 # chapter x variant table. Chapters assert claims, so every seed and every CPU must pass.

@@ -12,6 +12,8 @@ import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
+# Two training processes: run alone, after the tests that share the cores (make test).
+pytestmark = pytest.mark.solo
 EPOCHS, FIRST = 6, 3  # the interrupted run stops after FIRST epochs, then resumes
 
 WORKER = textwrap.dedent(f"""
