@@ -191,32 +191,43 @@ class Seq2SeqRNN(nn.Module):
 
     # ---------------------------------------------------------------- decoder
     def attend(
-        self, prev_tokens: Tensor, hidden: Tensor, enc: EncoderOutput
+        self, prev_tokens: Tensor, hidden: Tensor, enc: EncoderOutput,
+        prev_emb: Tensor | None = None,
     ) -> tuple[Tensor, Tensor]:
         """Read the source for one step: prev_tokens (B,), hidden s_{t-1} (B, H)
-        -> context c_t (B, H), weights (B, S) over enc.memory."""
+        -> context c_t (B, H), weights (B, S) over enc.memory. ``prev_emb`` (B, E) is
+        ``tgt_embed(prev_tokens)`` when the caller has it already."""
         if self.attn is None:
             raise ValueError("attention='none' has no attention step: the decoder reads only s_0")
         context: tuple[Tensor, Tensor]
         if isinstance(self.attn, _SourceArticleAttention):
-            context = self.attn(self.tgt_embed(prev_tokens), hidden, enc.memory, enc.src_mask)
+            emb = self.tgt_embed(prev_tokens) if prev_emb is None else prev_emb
+            context = self.attn(emb, hidden, enc.memory, enc.src_mask)
             return context
         # Query s_{t-1}; keys and values are the memory: (B, H), (B, S).
         context = self.attn(hidden, enc.memory, enc.memory, mask=enc.src_mask,
                             prepared_keys=enc.keys)
         return context
 
+    def _recur(
+        self, prev_tokens: Tensor, emb: Tensor, hidden: Tensor, enc: EncoderOutput
+    ) -> tuple[Tensor, Tensor, Tensor | None]:
+        """The recurrent part of a step, without the output layer: prev_tokens (B,), their
+        embedding (B, E), s_{t-1} (B, H) -> s_t (B, H), context c_t (B, H), weights (B, S)."""
+        if self.attn is None:
+            context, weights = enc.summary, None  # Cho et al. (2014): c is fed at every step
+        else:
+            context, weights = self.attend(prev_tokens, hidden, enc, emb)  # (B, H), (B, S)
+        hidden = self.decoder(torch.cat([emb, context], dim=-1), hidden)  # (B, H)
+        return hidden, context, weights
+
     def step(
         self, prev_tokens: Tensor, hidden: Tensor, enc: EncoderOutput
     ) -> tuple[Tensor, Tensor, Tensor | None]:
         """One decoder step: prev_tokens (B,), hidden s_{t-1} (B, H)
         -> logits (B, V), new hidden s_t (B, H), weights (B, S) or None."""
-        emb = self.tgt_embed(prev_tokens)  # (B, E)
-        if self.attn is None:
-            context, weights = enc.summary, None  # Cho et al. (2014): c is fed at every step
-        else:
-            context, weights = self.attend(prev_tokens, hidden, enc)  # (B, H), (B, S)
-        hidden = self.decoder(torch.cat([emb, context], dim=-1), hidden)  # (B, H)
+        hidden, context, weights = self._recur(prev_tokens, self.tgt_embed(prev_tokens),
+                                               hidden, enc)
         logits = self.out(torch.cat([hidden, context], dim=-1))  # (B, V)
         return logits, hidden, weights
 
@@ -231,16 +242,19 @@ class Seq2SeqRNN(nn.Module):
                              "must have the same batch size")
         enc = self.encode(src)
         hidden = enc.summary
-        logits: list[Tensor] = []
+        emb = self.tgt_embed(tgt_in)  # (B, T, E): teacher forcing knows every input at once
+        states: list[Tensor] = []
         weights: list[Tensor] = []
         # A loop even in training: an RNN's step t needs s_{t-1}, so steps cannot run at once.
+        # Only the recurrence is in the loop; the output layer reads every [s_t; c_t] at once,
+        # the same numbers as step() computes one step at a time.
         for t in range(tgt_in.shape[1]):
-            step_logits, hidden, w = self.step(tgt_in[:, t], hidden, enc)
-            logits.append(step_logits)
+            hidden, context, w = self._recur(tgt_in[:, t], emb[:, t], hidden, enc)
+            states.append(torch.cat([hidden, context], dim=-1))  # (B, 2H)
             if w is not None:
                 weights.append(w)
         all_weights = torch.stack(weights, dim=1) if weights else None  # (B, T, S)
-        return torch.stack(logits, dim=1), all_weights  # (B, T, V)
+        return self.out(torch.stack(states, dim=1)), all_weights  # (B, T, V)
 
     @torch.no_grad()
     def greedy_decode(

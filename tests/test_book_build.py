@@ -34,7 +34,10 @@ def small_book(tmp_path: Path) -> Path:
     (book / "book").mkdir(parents=True)
     for name in ("Makefile", "_config.yml"):
         shutil.copy2(ROOT / name, book / name)
-    for name in (".venv", "labformer", "requirements.txt", "pyproject.toml"):
+    # tests/: the Makefile times its phases with tests/timed.sh; the licences and the
+    # citation: every page's footer links them (book/_ext/labformer_release.py).
+    for name in (".venv", "labformer", "requirements.txt", "pyproject.toml", "tests", "LICENSE",
+                 "LICENSE-CONTENT", "CITATION.cff"):
         (book / name).symlink_to(ROOT / name)
     for folder in ("_static", "_ext"):  # the book's CSS/JS and its local Sphinx extension
         shutil.copytree(ROOT / "book" / folder, book / "book" / folder)
