@@ -443,9 +443,9 @@ def train(
     bar: loss is the step's loss every LOG_EVERY steps and None otherwise (reading it every
     step would make the host wait for a GPU).
     checkpoint: written after every epoch (by rank 0, with every rank's random state), or with
-    ``save_every`` > 0 after the first and the last epoch and at most once every
-    ``save_every`` seconds in between (a run of many short epochs would otherwise write its
-    size again every epoch); with
+    ``save_every`` > 0 after the first and the last epoch and in between at most once every
+    ``save_every`` seconds and every quarter of the run (a run of many short epochs would
+    otherwise write its size again every epoch: at most 6 saves); with
     resume=True and an existing file, training continues from the epoch after the saved one.
     The file records the planned epochs too (``"epochs"``): ``epoch + 1 < epochs`` is a run
     that did not finish its schedule (see :func:`checkpoint_unfinished`).
@@ -509,7 +509,7 @@ def train(
         )
     tty = sys.stderr.isatty()
     show = (tty if progress is None else progress) and rank == 0
-    last_save = time.monotonic()
+    last_save, last_saved_epoch = time.monotonic(), start_epoch - 1
     for epoch in range(start_epoch, epochs):
         net.train()
         order = _epoch_order(len(batches), config.seed, epoch)[rank::world][:steps]
@@ -559,8 +559,12 @@ def train(
                      if history.valid_epoch and history.valid_epoch[-1] == epoch + 1 else "")
             tqdm.write(f"epoch {epoch + 1}: loss {history.epoch_loss[-1]:.3f}{score}",
                        file=sys.stderr)
+        # With save_every: the first and last epochs, and in between at most one save every
+        # save_every seconds and every quarter of the run (at most 6 saves, however slow).
         save = checkpoint is not None and (
-            epoch in (start_epoch, epochs - 1) or time.monotonic() - last_save >= save_every)
+            epoch in (start_epoch, epochs - 1) or save_every <= 0
+            or (time.monotonic() - last_save >= save_every
+                and epoch - last_saved_epoch >= epochs / 4))
         if checkpoint is not None and world > 1:
             save = _rank0_decides(save, device)  # clocks differ: every rank saves or none
         if save:
@@ -579,7 +583,7 @@ def train(
                 "train_config": dataclasses.asdict(config),
                 **(extra_state or {}),
             })
-            last_save = time.monotonic()
+            last_save, last_saved_epoch = time.monotonic(), epoch
         if on_epoch is not None and rank == 0:
             on_epoch(epoch + 1, epochs, history)
         if world > 1:

@@ -5,8 +5,9 @@ one (``a.pt`` and ``a.pth`` are two runs) and no file of the user's is taken for
 
 - ``OUT``: the finished model. Replaced only by a labformer checkpoint, only when a new run
   has finished (``--overwrite``) or continued it (``--resume``), by an atomic rename.
-- ``OUT.partial``: the run in progress, saved after its first and last epochs and at most once
-  a minute in between. An interrupted ``--overwrite`` leaves it beside the old model.
+- ``OUT.partial``: the run in progress, saved after its first and last epochs and in between
+  at most once a minute and once every quarter of the run (at most 6 saves). An interrupted
+  ``--overwrite`` or ``--resume`` leaves it beside the model it would replace.
 - ``OUT.lock``: the process id of the run writing OUT, created exclusively before anything
   else is touched; a second run is refused and changes nothing.
 - ``OUT.log``: what the run printed, appended to (never truncated), one header per run.
