@@ -38,8 +38,8 @@ if TYPE_CHECKING:
     from .translate import Translator
 
 __all__ = ["Carried", "Carry", "NumberGroup", "Prepared", "english_ordinal", "has_word",
-           "Confidence", "LOW_SCORE", "assess", "sentence_scores", "split_sentences",
-           "translate_carried"]
+           "Confidence", "LOW_SCORE", "LOW_TOKEN", "assess", "sentence_scores", "split_sentences",
+           "token_scores", "translate_carried"]
 
 _INT = re.compile(r"\d+")
 _DECIMAL = re.compile(r"\d+[.,]\d+")
@@ -532,6 +532,13 @@ def sentence_scores(translator: Translator, sources: Sequence[str], outputs: Seq
                     ) -> list[float]:
     """Mean log-probability per token (EOS included) the model gives ``outputs[i]`` as the
     translation of ``sources[i]``: how sure it is, as fairseq and Marian report it."""
+    return [sum(t) / len(t) for t in token_scores(translator, sources, outputs)]
+
+
+def token_scores(translator: Translator, sources: Sequence[str], outputs: Sequence[str]
+                 ) -> list[list[float]]:
+    """The log-probability the model gives each token of ``outputs[i]`` (EOS included) as
+    the translation of ``sources[i]``."""
     import torch
 
     model, cfg = translator.model, translator.model.config
@@ -545,12 +552,14 @@ def sentence_scores(translator: Translator, sources: Sequence[str], outputs: Seq
             tgt_in = torch.tensor([[cfg.bos_id, *tgt[:-1]]], device=translator.device)  # (1, T)
             logp = model(src_t, tgt_in).log_softmax(-1)[0]  # (T, V)
             picked = logp.gather(1, torch.tensor(tgt, device=translator.device)[:, None])
-            values.append(float(picked.mean()))
+            values.append(picked[:, 0].tolist())
     return values
 
 
-# A translation is flagged as likely wrong below this mean log-probability per token (see
-# tests/confidence_eval.py for how it was chosen and what it catches).
+# A translation is flagged as likely wrong when the model gave one of its tokens less than
+# 1/e (a log-probability below -1), or its tokens less than 1/sqrt(e) on average; round
+# values, not fitted: tests/confidence_eval.py measures what they catch.
+LOW_TOKEN = -1.0
 LOW_SCORE = -0.5
 LENGTH_RATIO = 2.0  # words of output against source (or the inverse) above this: flagged
 _WORD = re.compile(r"\w")
@@ -569,28 +578,29 @@ class Confidence:
         return bool(self.reasons)
 
 
-def assess(translator: Translator, carried: Sequence[Carried], low_score: float = LOW_SCORE
-           ) -> list[Confidence]:
+def assess(translator: Translator, carried: Sequence[Carried], low_score: float = LOW_SCORE,
+           low_token: float = LOW_TOKEN) -> list[Confidence]:
     """A score and the warning signs of each translation (from :func:`translate_carried`):
-    a low model probability (below ``low_score``), source words the model never read or
-    that were not carried over, an output that copies its source or is far longer or shorter
+    a low model probability (a token below ``low_token``, or a mean below ``low_score``),
+    source words the model read as unknown or that were not carried over, an output that copies its source or is far longer or shorter
     than it, an empty output."""
     parts = [part for c in carried for part in (c.parts or ((c.prepared, c.raw),))]
-    values = sentence_scores(translator, [p for p, _ in parts], [r for _, r in parts])
+    tokens_of = token_scores(translator, [p for p, _ in parts], [r for _, r in parts])
     out, k = [], 0
     for c in carried:
         n = len(c.parts or ((c.prepared, c.raw),))
-        score = min(values[k:k + n])
+        mine = tokens_of[k:k + n]
+        score = min(sum(t) / len(t) for t in mine)
+        least = min(min(t) for t in mine)
         k += n
         reasons = []
         if not c.text:
             reasons.append("the translation is empty")
-        if score < low_score:
-            reasons.append(f"the model is unsure (mean log-probability {score:.2f} a token, "
-                           f"below {low_score})")
-        never = [*c.names, *c.unknown]
-        if never:
-            reasons.append(f"words it never read: {', '.join(dict.fromkeys(never))}")
+        if score < low_score or least < low_token:
+            reasons.append(f"the model is unsure (log-probability {score:.2f} a token, "
+                           f"{least:.2f} at the least)")
+        if c.unknown:
+            reasons.append(f"words it read as unknown: {', '.join(dict.fromkeys(c.unknown))}")
         if c.lost:
             reasons.append(f"not carried over: {', '.join(c.lost)}")
         tokens = translator.tgt_text.tokenize(c.text) if c.text else []
