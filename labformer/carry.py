@@ -37,8 +37,8 @@ from .data import TextCodec, Vocab
 if TYPE_CHECKING:
     from .translate import Translator
 
-__all__ = ["Carried", "Carry", "NumberGroup", "Prepared", "english_ordinal", "has_word",
-           "Confidence", "LOW_SCORE", "LOW_TOKEN", "assess", "sentence_scores", "split_sentences",
+__all__ = ["LOW_SCORE", "LOW_TOKEN", "Carried", "Carry", "Confidence", "NumberGroup", "Prepared",
+           "assess", "english_ordinal", "has_word", "sentence_scores", "split_sentences",
            "token_scores", "translate_carried"]
 
 _INT = re.compile(r"\d+")
@@ -582,8 +582,8 @@ def assess(translator: Translator, carried: Sequence[Carried], low_score: float 
            low_token: float = LOW_TOKEN) -> list[Confidence]:
     """A score and the warning signs of each translation (from :func:`translate_carried`):
     a low model probability (a token below ``low_token``, or a mean below ``low_score``),
-    source words the model read as unknown or that were not carried over, an output that copies its source or is far longer or shorter
-    than it, an empty output."""
+    source words the model read as unknown or that were not carried over, an output that
+    copies its source or is far longer or shorter than it, an empty output."""
     parts = [part for c in carried for part in (c.parts or ((c.prepared, c.raw),))]
     tokens_of = token_scores(translator, [p for p, _ in parts], [r for _, r in parts])
     out, k = [], 0
