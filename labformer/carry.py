@@ -26,6 +26,7 @@ model wrote fewer numbers than the source has, or dropped a placeholder) is list
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -36,50 +37,98 @@ from .data import TextCodec, Vocab
 if TYPE_CHECKING:
     from .translate import Translator
 
-__all__ = ["Carried", "Carry", "NumberGroup", "Prepared", "translate_carried"]
+__all__ = ["LOW_SCORE", "LOW_TOKEN", "Carried", "Carry", "Confidence", "NumberGroup", "Prepared",
+           "assess", "english_ordinal", "has_word", "sentence_scores", "split_sentences",
+           "token_scores", "translate_carried"]
 
 _INT = re.compile(r"\d+")
 _DECIMAL = re.compile(r"\d+[.,]\d+")
 _THOUSANDS = re.compile(r"\d{3}")
+_GROUP = re.compile(r"\d{2,4}")  # a group of a phone number: "06 12 34 56 78", "01 234 567"
+_ORDINAL = re.compile(r"(\d+)(?:er|re|ère|e|ème|eme|è|nd|nde)")  # 1er, 2e, 3ème, 2nd
+_DATE = re.compile(r"\d{1,2}/\d{1,2}/\d{2,4}")  # 03/04/2025: day/month/year in French
+_MINUS = ("-", "\u2212", "\u2013")  # hyphen-minus, minus sign, en dash
 _HOUR_MARKS = ("h", "h.")  # French "10 h 15"; Moses keeps "h." at the end
+# What follows a French clock time to say which half of the day it is in.
+_PERIODS = {("du", "matin"): "a.m.", ("de", "la", "nuit"): "a.m.",
+            ("de", "l'", "après-midi"): "p.m.", ("du", "soir"): "p.m."}
 _STOPS = frozenset(".?!…")
 # English output: a clock time, an amount with thousands commas, a plain or decimal number;
 # a hyphenated tail ("5-minute") is kept.
 _OUT_TIME = re.compile(r"(\d{1,2}):(\d{2})")
 _OUT_NUMBER = re.compile(r"(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(-\w+)?")
+_OUT_ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)")
 _MERIDIEM = ("a.m.", "p.m.")
 RETRIES = 2  # other placeholder names tried when the model drops one
+# Sentence ends: . ! ? … (a closing quote may follow), then space and a capital.
+_SENTENCE_END = re.compile(r"[.!?…]+(?:\s*[»\"”)\]])?(?=\s+[«\"“(\[]?\s*[^\W\d_])")
+# Words a full stop follows without ending the sentence (titles, abbreviations).
+_ABBREVIATIONS = frozenset("M Mme Mlle Mmes MM Dr Pr St Ste Mr Mrs Ms etc cf p ex env "
+                           "av apr J.-C n°".split())
+
+
+def english_ordinal(n: int) -> str:
+    """1 -> 1st, 2 -> 2nd, 3 -> 3rd, 11 -> 11th, 21 -> 21st."""
+    suffix = "th" if n % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def split_sentences(text: str) -> list[str]:
+    """The sentences of a line: split after . ! ? or … followed by a capital, not after a
+    title or abbreviation (M., Mme, Dr, etc.). A line of one sentence is returned whole."""
+    pieces, start = [], 0
+    for m in _SENTENCE_END.finditer(text):
+        before = text[start:m.start()].split()
+        word = before[-1] if before else ""
+        if m.group().startswith(".") and (word in _ABBREVIATIONS or (
+                len(word) == 1 and word.isupper())):
+            continue
+        pieces.append(text[start:m.end()].strip())
+        start = m.end()
+    pieces.append(text[start:].strip())
+    return [p for p in pieces if p]
+
+
+def has_word(text: str) -> bool:
+    """Whether ``text`` holds a letter or a digit (a line of punctuation does not)."""
+    return any(c.isalnum() for c in text)
 
 
 @dataclass(frozen=True)
 class NumberGroup:
     """A number of the source, as the target should write it.
 
-    ``kind``: "time" (``hour`` and ``minute``, minute None for "21 h") or "number" (``text``,
-    already in the target's format: decimal point, thousands commas).
+    ``kind``: "time" (``hour`` and ``minute``, minute None for "21 h"; ``text`` the a.m./p.m.
+    the source asks for with "du matin", "du soir", "de l'après-midi", or ""), "number",
+    "ordinal" or "date" (``text``, already in the target's format: decimal point, thousands
+    commas, sign, 2nd; a phone number's digit groups as written). ``width``: how many
+    number tokens the model may write for it (the groups of a phone number).
     """
 
     kind: str
     text: str = ""
     hour: int = 0
     minute: int | None = None
+    width: int = 1
 
     def clock(self, meridiem: str | None) -> tuple[str, str | None]:
         """The time as text, and the a.m./p.m. mark to write after it (or None).
 
-        ``meridiem`` is the mark the model wrote, if any: with one, a 24-hour source time is
-        written on the 12-hour clock ("17 h" -> "5", "p.m."); an hour of 1 to 12 keeps the
-        model's mark, which has read "du soir" or "du matin".
+        ``meridiem`` is the mark the model wrote, if any. The mark written is the source's:
+        "du matin" a.m., "de l'après-midi" and "du soir" p.m.; without them the hour is read
+        on the 24-hour clock (0 h midnight, 1 to 11 h a.m., 12 h noon, 13 to 23 h p.m.). A
+        mark is written where the model wrote one or the source says which half of the day;
+        otherwise the time stays on the 24-hour clock ("21 h 05" -> "21:05").
         """
-        hour, mark = self.hour, meridiem
-        if meridiem is not None:
-            if hour == 0 or hour == 24:
-                hour, mark = 12, "a.m."
-            elif hour > 12:
-                hour, mark = hour - 12, "p.m."
-        if self.minute is None:
-            return (f"{hour}" if mark else f"{hour}:00"), mark
-        return f"{hour}:{self.minute:02d}", mark
+        hour, period = self.hour, self.text or None
+        if meridiem is None and period is None:
+            return (f"{hour}:00" if self.minute is None else f"{hour}:{self.minute:02d}"), None
+        if period is None:
+            period = "a.m." if hour % 24 < 12 else "p.m."
+        elif period == "p.m." and hour < 12:
+            hour += 12  # "4 h de l'après-midi": 16 h
+        hour = hour % 12 or 12
+        return (f"{hour}" if self.minute is None else f"{hour}:{self.minute:02d}"), period
 
 
 @dataclass
@@ -92,6 +141,8 @@ class Prepared:
     names: dict[str, str] = field(default_factory=dict)  # placeholder -> source word
     unknown: list[str] = field(default_factory=list)  # left as UNK (no placeholder)
     added_stop: str | None = None  # final punctuation added to the source
+    kept: list[str] = field(default_factory=list)  # names of the source the output must hold
+    notes: list[str] = field(default_factory=list)  # what the reader should check
 
 
 @dataclass(frozen=True)
@@ -104,6 +155,10 @@ class Carried:
     lost: tuple[str, ...] = ()  # numbers or words that could not be put back
     prepared: str = ""  # the source as the model read it
     raw: str = ""  # the model's output, before anything was put back
+    notes: tuple[str, ...] = ()  # carried over, but worth a look (a date's order)
+    # (prepared, raw) of each sentence, for a line of several sentences translated one by one
+    parts: tuple[tuple[str, str], ...] = ()
+    names: tuple[str, ...] = ()  # unknown words carried over through a placeholder
 
 
 def _number_value(token: str) -> float:
@@ -144,6 +199,8 @@ class Carry:
             (int(m.group(1)), m.group(2)) for m in map(_OUT_TIME.fullmatch, tgt_vocab.itos)
             if m and m.group(1) in src_vocab and m.group(2) in src_vocab)
         self.decimal_comma = src_text.lang == "fr" or any("," in t for t in self.numbers)
+        self.ordinals = [(int(m.group(1)), t) for t in words if (m := _ORDINAL.fullmatch(t))]
+        self.name_set = frozenset(n for n in self.names if n[:1].isupper())
 
     @classmethod
     def of(cls, translator: Translator, enabled: bool = True, crop: int | None = None
@@ -212,47 +269,19 @@ class Carry:
         i = 0
         while i < len(tokens):
             token = tokens[i]
-            if _shape(token) is not None:
-                j = i + 1  # "2 000 000": one number, written 2,000,000
-                if _INT.fullmatch(token) and len(token) <= 3:
-                    while j < len(tokens) and _THOUSANDS.fullmatch(tokens[j]):
-                        j += 1
-                group = tokens[i:j]
-                nxt = tokens[j] if j < len(tokens) else ""
-                is_time = (len(group) == 1 and _INT.fullmatch(token) is not None
-                           and int(token) <= 24 and nxt in _HOUR_MARKS)
-                if is_time:
-                    minute_tok = tokens[j + 1] if j + 1 < len(tokens) else ""
-                    has_minute = (nxt == "h" and re.fullmatch(r"\d{2}", minute_tok) is not None
-                                  and int(minute_tok) < 60)
-                    prepared.numbers.append(NumberGroup(
-                        "time", hour=int(token),
-                        minute=int(minute_tok) if has_minute else None))
-                    end = j + 1 + has_minute
-                    known = all(t in self.src_vocab for t in (token, minute_tok))
-                    if has_minute and not known and self.clocks:
-                        wanted = 60 * (int(token) % 12) + int(minute_tok)
-                        hour, minute = min(self.clocks, key=lambda c: (
-                            abs(60 * (c[0] % 12) + int(c[1]) - wanted), c))
-                        out += [str(hour), nxt, minute]
-                        i = end
-                        continue
-                    for k, t in enumerate(tokens[i:end]):
-                        near = None if t in _HOUR_MARKS or t in self.src_vocab \
-                            else self.nearest_number(t, below=25 if k == 0 else 60)
-                        out.append(near or t)
-                    i = end
-                    continue
-                prepared.numbers.append(NumberGroup("number", text=self._format(group)))
-                if all(t in self.src_vocab for t in group):
-                    out.extend(group)
-                else:
-                    near = self.nearest_number(group[0] if len(group) == 1
-                                               else "".join(group))
-                    out.append(near or group[0])
-                i = j
+            taken_here = self._number(tokens, i, prepared, out)
+            if taken_here:
+                i += taken_here
                 continue
-            word = self.known_case(token, first=i == 0, shouting=shouting)
+            # A sentence starts here: after nothing, a full stop, an opening quote, a colon.
+            first = i == 0 or tokens[i - 1] in ("«", '"', ":", ".", "!", "?", "…", "(")
+            word = self.known_case(token, first=first, shouting=shouting)
+            if not first and not shouting and token[:1].isupper() and token not in \
+                    self.src_vocab and any(c.isalpha() for c in token):
+                word = token  # a capital inside a sentence: a name (Blanche), not "blanche"
+            if word in self.src_vocab and not first and not shouting \
+                    and token[:1].isupper() and token.isalpha() and token in self.tgt_vocab:
+                prepared.kept.append(token)  # a name the model knows: it must come back
             if word not in self.src_vocab and any(c.isalnum() for c in word):
                 if token not in copies:
                     placeholder = next(names, None)
@@ -275,6 +304,98 @@ class Carry:
             prepared.text = self._join(out, sentence)
         return prepared
 
+    def _number(self, tokens: list[str], i: int, prepared: Prepared, out: list[str]) -> int:
+        """Read the number that starts at ``tokens[i]``, if any: append what the model should
+        read to ``out`` and what to put back to ``prepared``; the tokens it took (0: none)."""
+        token = tokens[i]
+        nxt = tokens[i + 1] if i + 1 < len(tokens) else ""
+        if token[:1] in _MINUS and len(token) > 1 and _shape(token[1:]) is not None:
+            return self._signed(token[0], [token[1:], *tokens[i + 1:]], prepared, out)
+        if token in _MINUS and _shape(nxt) is not None and (
+                i == 0 or _shape(tokens[i - 1]) is None):  # a sign, not "5 - 3"
+            return 1 + self._signed(token, tokens[i + 1:], prepared, out)
+        date = "".join(tokens[i:i + 5])
+        if _DATE.fullmatch(token) or (tokens[i + 1:i + 5:2] == ["/", "/"]
+                                      and _DATE.fullmatch(date)):
+            text = token if _DATE.fullmatch(token) else date
+            prepared.numbers.append(NumberGroup("date", text=text))
+            prepared.notes.append(f"the date {text} is written as in French, day/month/year "
+                                  f"(in the US it reads month/day)")
+            day = text.split("/")[0]
+            out.append(day if day in self.src_vocab else self.nearest_number(day) or day)
+            return 1 if text == token else 5
+        ordinal = _ORDINAL.fullmatch(token)
+        if ordinal and self.tgt_text.lang == "en":
+            value = int(ordinal.group(1))
+            prepared.numbers.append(NumberGroup("ordinal", text=english_ordinal(value)))
+            closest = min(self.ordinals, key=lambda o: (abs(o[0] - value), o), default=None)
+            out.append(token if token in self.src_vocab or closest is None else closest[1])
+            return 1
+        if _shape(token) is None:
+            return 0
+        j = i + 1  # "2 000 000": one number, written 2,000,000
+        phone = token[0] == "0" and len(token) > 1 and _INT.fullmatch(token) is not None
+        if phone:  # "06 12 34 56 78", "01 234 567": digit groups, kept as written
+            while j < len(tokens) and _GROUP.fullmatch(tokens[j]):
+                j += 1
+        elif _INT.fullmatch(token) and len(token) <= 3:
+            while j < len(tokens) and _THOUSANDS.fullmatch(tokens[j]):
+                j += 1
+        group = tokens[i:j]
+        after = tokens[j] if j < len(tokens) else ""
+        is_time = (len(group) == 1 and _INT.fullmatch(token) is not None
+                   and int(token) <= 24 and after in _HOUR_MARKS)
+        if is_time:
+            return self._time(tokens, i, prepared, out)
+        if phone and len(group) > 1:
+            prepared.numbers.append(NumberGroup("number", text=" ".join(group),
+                                                width=len(group)))
+            for t in group:
+                out.append(t if t in self.src_vocab else self.nearest_number(t) or t)
+            return len(group)
+        prepared.numbers.append(NumberGroup("number", text=self._format(group)))
+        if all(t in self.src_vocab for t in group):
+            out.extend(group)
+        else:
+            near = self.nearest_number(group[0] if len(group) == 1 else "".join(group))
+            out.append(near or group[0])
+        return len(group)
+
+    def _signed(self, sign: str, tokens: list[str], prepared: Prepared, out: list[str]) -> int:
+        """A negative number: ``sign`` (a minus) before the number ``tokens`` starts with."""
+        taken = self._number(tokens, 0, prepared, out)
+        group = prepared.numbers[-1]
+        if group.kind == "number":
+            prepared.numbers[-1] = dataclasses.replace(group, text=sign + group.text)
+        else:  # a sign before a time or a date: left for the model
+            out.insert(len(out) - 1, sign)
+        return taken
+
+    def _time(self, tokens: list[str], i: int, prepared: Prepared, out: list[str]) -> int:
+        """A clock time "10 h", "10 h 15", perhaps followed by "du matin" / "du soir"."""
+        token, mark = tokens[i], tokens[i + 1]
+        minute_tok = tokens[i + 2] if i + 2 < len(tokens) else ""
+        has_minute = (mark == "h" and re.fullmatch(r"\d{2}", minute_tok) is not None
+                      and int(minute_tok) < 60)
+        end = i + 2 + has_minute
+        period = next((p for words, p in _PERIODS.items()
+                       if tuple(tokens[end:end + len(words)]) == words), "")
+        prepared.numbers.append(NumberGroup(
+            "time", text=period, hour=int(token),
+            minute=int(minute_tok) if has_minute else None))
+        known = all(t in self.src_vocab for t in (token, minute_tok))
+        if has_minute and not known and self.clocks:
+            wanted = 60 * (int(token) % 12) + int(minute_tok)
+            hour, minute = min(self.clocks, key=lambda c: (
+                abs(60 * (c[0] % 12) + int(c[1]) - wanted), c))
+            out += [str(hour), mark, minute]
+            return end - i
+        for k, t in enumerate(tokens[i:end]):
+            near = None if t in _HOUR_MARKS or t in self.src_vocab \
+                else self.nearest_number(t, below=25 if k == 0 else 60)
+            out.append(near or t)
+        return end - i
+
     def _join(self, tokens: list[str], fallback: str) -> str:
         """Text that the source codec reads back as exactly ``tokens``."""
         for text in (self.src_text.detokenize(tokens), " ".join(tokens)):
@@ -290,7 +411,8 @@ class Carry:
             return Carried(prepared.source, output, (), (), prepared.text, output)
         tokens = self.tgt_text.tokenize(output) if output else []
         times = [g for g in prepared.numbers if g.kind == "time"]
-        numbers = [g for g in prepared.numbers if g.kind == "number"]
+        numbers = [g for g in prepared.numbers if g.kind in ("number", "date")]
+        ordinals = [g for g in prepared.numbers if g.kind == "ordinal"]
         lost: list[str] = []
         out: list[str] = []
         i = 0
@@ -303,33 +425,87 @@ class Carry:
             if (clock or (plain and meridiem)) and times:
                 text, mark = times.pop(0).clock(meridiem)
                 out.append(text)
+                i += 2 if meridiem else 1
                 if mark:
                     out.append(mark)
-                i += 2 if meridiem else 1
+                    if i < len(tokens) and tokens[i] == ".":
+                        i += 1  # "p.m." ends the sentence: "9 p.m.", not "9 p.m.."
+                continue
+            if _OUT_ORDINAL.fullmatch(token) and ordinals:
+                out.append(ordinals.pop(0).text)
+                i += 1
                 continue
             if plain and numbers:
-                out.append(numbers.pop(0).text + (plain.group(2) or ""))
+                group = numbers.pop(0)
+                out.append(group.text + (plain.group(2) or ""))
                 i += 1
+                for _ in range(group.width - 1):  # the rest of a phone number the model wrote
+                    if i < len(tokens) and _INT.fullmatch(tokens[i]):
+                        i += 1
                 continue
             out.append(prepared.names.get(token, token))
             i += 1
         for name, word in prepared.names.items():
             if name not in tokens:
                 lost.append(word)
-        lost += [g.clock(None)[0] for g in times] + [g.text for g in numbers]
+        lost += [g.clock(None)[0] for g in times] + [g.text for g in numbers + ordinals]
+        lost += self._keep_names(prepared, out)
         if prepared.added_stop and out and out[-1] == prepared.added_stop:
             out.pop()
         text = self.tgt_text.detokenize(out) if out != tokens else output
         if prepared.added_stop and text.endswith(prepared.added_stop) and out == tokens:
             text = text[:-len(prepared.added_stop)].rstrip()
         return Carried(prepared.source, text, tuple(prepared.unknown), tuple(lost),
-                       prepared.text, output)
+                       prepared.text, output, tuple(prepared.notes),
+                       ((prepared.text, output),), tuple(prepared.names.values()))
+
+    def _keep_names(self, prepared: Prepared, out: list[str]) -> list[str]:
+        """Names of the source the model knows, made to come back: one that is missing
+        replaces the one name the output holds that the source does not (Paul, not Marc);
+        those still missing are returned."""
+        missing = [n for n in dict.fromkeys(prepared.kept) if n not in out]
+        if not missing:
+            return []
+        source = set(self.src_text.tokenize(prepared.source))
+        foreign = [k for k, t in enumerate(out) if t in self.name_set and t not in source
+                   and t not in prepared.names.values()]
+        if len(missing) == 1 and len(foreign) == 1:
+            out[foreign[0]] = missing[0]
+            return []
+        return missing
 
 
 def translate_carried(translator: Translator, sentences: Sequence[str],
-                      beam: int | None = None, carry: Carry | None = None) -> list[Carried]:
-    """Translate ``sentences`` with placeholders (see the module's docstring)."""
+                      beam: int | None = None, carry: Carry | None = None,
+                      split: bool = True) -> list[Carried]:
+    """Translate ``sentences`` with placeholders (see the module's docstring).
+
+    With ``split``, a line of several sentences ("Je suis fatigué. J'ai faim.") is translated
+    sentence by sentence and the translations joined with a space: a model trained on single
+    sentences otherwise translates the first and drops the rest.
+    """
     carry = carry or Carry.of(translator)
+    pieces = [split_sentences(s) if split and carry.enabled else [s] for s in sentences]
+    flat = [p for ps in pieces for p in (ps or [""])]
+    done = _translate_pieces(translator, flat, beam, carry)
+    results, k = [], 0
+    for source, ps in zip(sentences, pieces, strict=True):
+        parts = done[k:k + max(1, len(ps))]
+        k += max(1, len(ps))
+        if len(parts) == 1:
+            results.append(dataclasses.replace(parts[0], source=source))
+            continue
+        results.append(Carried(
+            source, " ".join(p.text for p in parts if p.text),
+            tuple(u for p in parts for u in p.unknown), tuple(x for p in parts for x in p.lost),
+            " ".join(p.prepared for p in parts), " ".join(p.raw for p in parts),
+            tuple(n for p in parts for n in p.notes), tuple(x for p in parts for x in p.parts),
+            tuple(n for p in parts for n in p.names)))
+    return results
+
+
+def _translate_pieces(translator: Translator, sentences: Sequence[str], beam: int | None,
+                      carry: Carry) -> list[Carried]:
     results: list[Carried | None] = [None] * len(sentences)
     todo = list(range(len(sentences)))
     for attempt in range(RETRIES + 1):
@@ -340,7 +516,8 @@ def translate_carried(translator: Translator, sentences: Sequence[str],
             carried = carry.restore(p, t.text)
             dropped = any(name not in carry.tgt_text.tokenize(t.text) for name in p.names)
             if not carry.enabled:
-                carried = Carried(p.source, t.text, t.unknown, (), p.text, t.text)
+                carried = Carried(p.source, t.text, t.unknown, (), p.text, t.text,
+                                  parts=((p.text, t.text),))
             if results[i] is None or not dropped:
                 results[i] = carried
             if dropped:
@@ -355,6 +532,13 @@ def sentence_scores(translator: Translator, sources: Sequence[str], outputs: Seq
                     ) -> list[float]:
     """Mean log-probability per token (EOS included) the model gives ``outputs[i]`` as the
     translation of ``sources[i]``: how sure it is, as fairseq and Marian report it."""
+    return [sum(t) / len(t) for t in token_scores(translator, sources, outputs)]
+
+
+def token_scores(translator: Translator, sources: Sequence[str], outputs: Sequence[str]
+                 ) -> list[list[float]]:
+    """The log-probability the model gives each token of ``outputs[i]`` (EOS included) as
+    the translation of ``sources[i]``."""
     import torch
 
     model, cfg = translator.model, translator.model.config
@@ -368,5 +552,64 @@ def sentence_scores(translator: Translator, sources: Sequence[str], outputs: Seq
             tgt_in = torch.tensor([[cfg.bos_id, *tgt[:-1]]], device=translator.device)  # (1, T)
             logp = model(src_t, tgt_in).log_softmax(-1)[0]  # (T, V)
             picked = logp.gather(1, torch.tensor(tgt, device=translator.device)[:, None])
-            values.append(float(picked.mean()))
+            values.append(picked[:, 0].tolist())
     return values
+
+
+# A translation is flagged as likely wrong when the model gave one of its tokens less than
+# 1/e (a log-probability below -1), or its tokens less than 1/sqrt(e) on average; round
+# values, not fitted: tests/confidence_eval.py measures what they catch.
+LOW_TOKEN = -1.0
+LOW_SCORE = -0.5
+LENGTH_RATIO = 2.0  # words of output against source (or the inverse) above this: flagged
+_WORD = re.compile(r"\w")
+
+
+@dataclass(frozen=True)
+class Confidence:
+    """How sure the model is of a translation, and why it is likely wrong (if it is)."""
+
+    score: float  # mean log-probability per token; the lowest of a line's sentences
+    reasons: tuple[str, ...] = ()  # empty: no warning
+
+    @property
+    def flagged(self) -> bool:
+        """Whether the translation is likely wrong."""
+        return bool(self.reasons)
+
+
+def assess(translator: Translator, carried: Sequence[Carried], low_score: float = LOW_SCORE,
+           low_token: float = LOW_TOKEN) -> list[Confidence]:
+    """A score and the warning signs of each translation (from :func:`translate_carried`):
+    a low model probability (a token below ``low_token``, or a mean below ``low_score``),
+    source words the model read as unknown or that were not carried over, an output that
+    copies its source or is far longer or shorter than it, an empty output."""
+    parts = [part for c in carried for part in (c.parts or ((c.prepared, c.raw),))]
+    tokens_of = token_scores(translator, [p for p, _ in parts], [r for _, r in parts])
+    out, k = [], 0
+    for c in carried:
+        n = len(c.parts or ((c.prepared, c.raw),))
+        mine = tokens_of[k:k + n]
+        score = min(sum(t) / len(t) for t in mine)
+        least = min(min(t) for t in mine)
+        k += n
+        reasons = []
+        if not c.text:
+            reasons.append("the translation is empty")
+        if score < low_score or least < low_token:
+            reasons.append(f"the model is unsure (log-probability {score:.2f} a token, "
+                           f"{least:.2f} at the least)")
+        if c.unknown:
+            reasons.append(f"words it read as unknown: {', '.join(dict.fromkeys(c.unknown))}")
+        if c.lost:
+            reasons.append(f"not carried over: {', '.join(c.lost)}")
+        tokens = translator.tgt_text.tokenize(c.text) if c.text else []
+        if tokens and tokens == translator.src_text.tokenize(c.source):
+            reasons.append("the output copies the source")
+        src_words = sum(1 for t in translator.src_text.tokenize(c.source) if _WORD.search(t))
+        out_words = sum(1 for t in tokens if _WORD.search(t))
+        if c.text and abs(src_words - out_words) >= 3 and (
+                out_words > LENGTH_RATIO * src_words or src_words > LENGTH_RATIO * out_words):
+            reasons.append(f"{out_words} words for {src_words} in the source")
+        out.append(Confidence(score, tuple(reasons)))
+    return out

@@ -36,6 +36,7 @@ from .loss import label_smoothed_cross_entropy
 __all__ = [
     "History",
     "TrainConfig",
+    "checkpoint_unfinished",
     "load_checkpoint",
     "lr_factor",
     "optimizer_groups",
@@ -250,6 +251,22 @@ def _set_rng_state(state: dict[str, torch.Tensor], device: torch.device) -> None
         torch.mps.set_rng_state(state["mps"].cpu())
 
 
+def _rank0_decides(flag: bool, device: torch.device) -> bool:
+    """Rank 0's ``flag`` on every rank (a broadcast)."""
+    value = torch.tensor([int(flag)], device=device)
+    dist.broadcast(value, src=0)
+    return bool(value.item())
+
+
+def checkpoint_unfinished(state: dict[str, Any]) -> tuple[int, int] | None:
+    """(epochs saved, epochs planned) of a checkpoint that stopped before the end of its
+    schedule; None for a finished one (or a file older than the ``"epochs"`` entry)."""
+    if "epoch" not in state or "epochs" not in state:
+        return None
+    done, planned = int(state["epoch"]) + 1, int(state["epochs"])
+    return (done, planned) if done < planned else None
+
+
 def _gather(obj: Any, rank: int, world: int) -> list[Any] | None:
     """Every rank's ``obj`` as a list on rank 0 (None elsewhere); [obj] in a single process."""
     if world == 1:
@@ -412,6 +429,7 @@ def train(
     valid_every: int = 1,
     on_epoch: Callable[[int, int, History], None] | None = None,
     on_step: Callable[[int, float, float | None], None] | None = None,
+    save_every: float = 0.0,
 ) -> History:
     """Train ``model`` on ``batches`` (objects with src, tgt_in, tgt_out).
 
@@ -424,8 +442,13 @@ def train(
     rank 0 after each optimiser step (step counted from 1 over the run), e.g. for a progress
     bar: loss is the step's loss every LOG_EVERY steps and None otherwise (reading it every
     step would make the host wait for a GPU).
-    checkpoint: written after every epoch (by rank 0, with every rank's random state); with
+    checkpoint: written after every epoch (by rank 0, with every rank's random state), or with
+    ``save_every`` > 0 after the first and the last epoch and in between at most once every
+    ``save_every`` seconds and every quarter of the run (a run of many short epochs would
+    otherwise write its size again every epoch: at most 6 saves); with
     resume=True and an existing file, training continues from the epoch after the saved one.
+    The file records the planned epochs too (``"epochs"``): ``epoch + 1 < epochs`` is a run
+    that did not finish its schedule (see :func:`checkpoint_unfinished`).
     extra_state (e.g. vocabularies) is stored alongside. progress: a tqdm bar; None shows it
     only when stderr is a terminal.
     """
@@ -486,6 +509,7 @@ def train(
         )
     tty = sys.stderr.isatty()
     show = (tty if progress is None else progress) and rank == 0
+    last_save, last_saved_epoch = time.monotonic(), start_epoch - 1
     for epoch in range(start_epoch, epochs):
         net.train()
         order = _epoch_order(len(batches), config.seed, epoch)[rank::world][:steps]
@@ -535,21 +559,31 @@ def train(
                      if history.valid_epoch and history.valid_epoch[-1] == epoch + 1 else "")
             tqdm.write(f"epoch {epoch + 1}: loss {history.epoch_loss[-1]:.3f}{score}",
                        file=sys.stderr)
-        if checkpoint is not None:
+        # With save_every: the first and last epochs, and in between at most one save every
+        # save_every seconds and every quarter of the run (at most 6 saves, however slow).
+        save = checkpoint is not None and (
+            epoch in (start_epoch, epochs - 1) or save_every <= 0
+            or (time.monotonic() - last_save >= save_every
+                and epoch - last_saved_epoch >= epochs / 4))
+        if checkpoint is not None and world > 1:
+            save = _rank0_decides(save, device)  # clocks differ: every rank saves or none
+        if save:
             # Each rank draws its own dropout masks: every rank's RNG goes into the one file.
             per_rank = _gather({"rng": _rng_state(device),
                                 "history": dataclasses.asdict(history)}, rank, world)
-        if checkpoint is not None and rank == 0:
+        if save and checkpoint is not None and rank == 0:
             save_checkpoint(checkpoint, {
                 "model": model.state_dict(),
                 "optimizer": optimizer.state_dict(),
                 "scheduler": scheduler.state_dict(),
                 "epoch": epoch,
+                "epochs": epochs,  # the planned schedule: fewer saved epochs is unfinished
                 "per_rank": per_rank,  # [rank] -> {"rng": {"cpu", "cuda"?}, "history"}
                 "history": dataclasses.asdict(history),
                 "train_config": dataclasses.asdict(config),
                 **(extra_state or {}),
             })
+            last_save, last_saved_epoch = time.monotonic(), epoch
         if on_epoch is not None and rank == 0:
             on_epoch(epoch + 1, epochs, history)
         if world > 1:

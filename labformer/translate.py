@@ -25,7 +25,15 @@ from torch import nn
 from .data import Corpus, SentencePair, TextCodec, Vocab, make_batches
 from .decoding import beam_search, greedy_decode
 from .metrics import corpus_bleu, corpus_chrf, exact_match
-from .train import History, TrainConfig, load_checkpoint, pick_device, planned_schedule, train
+from .train import (
+    History,
+    TrainConfig,
+    checkpoint_unfinished,
+    load_checkpoint,
+    pick_device,
+    planned_schedule,
+    train,
+)
 from .transformer import Transformer, TransformerConfig
 
 __all__ = [
@@ -121,6 +129,8 @@ class Translator:
         self.src_text = src_text or TextCodec("fr", "words")
         self.tgt_text = tgt_text or TextCodec("en", "words")
         self.history = history if history is not None else History()
+        # (epochs saved, epochs planned) of a checkpoint whose run stopped before its end.
+        self.unfinished: tuple[int, int] | None = None
 
     @property
     def device(self) -> torch.device:
@@ -156,8 +166,10 @@ class Translator:
             raise ValueError(f"{path}: inconsistent translator checkpoint ({e})") from None
         history = History.from_dict(state["history"]) if "history" in state else None
         device = pick_device(device) if isinstance(device, str) else device
-        return cls(model.to(device), src_vocab, tgt_vocab, history, src_text=src_text,
-                   tgt_text=tgt_text)
+        translator = cls(model.to(device), src_vocab, tgt_vocab, history, src_text=src_text,
+                         tgt_text=tgt_text)
+        translator.unfinished = checkpoint_unfinished(state)
+        return translator
 
     def checkpoint_state(self) -> dict[str, Any]:
         """What identifies this translator's data and model in a checkpoint (no weights)."""
@@ -326,6 +338,7 @@ def train_translator(
     tokenizer: str | None = None,
     on_epoch: Any = None,
     on_step: Any = None,
+    save_every: float = 0.0,
 ) -> Translator:
     """Build the vocabularies and the model, train it, return the :class:`Translator`.
 
@@ -344,7 +357,8 @@ def train_translator(
     model, in training or validation, are an error before any step. With ``resume`` and an
     existing ``checkpoint``, the file must have been trained on the same data and model.
     ``on_epoch(epoch, epochs, history)`` is called after each epoch, ``on_step(step, lr, loss)``
-    after each optimiser step (see :func:`train`).
+    after each optimiser step (see :func:`train`). ``save_every``: seconds between two saves
+    of ``checkpoint`` (0: after every epoch; the first and the last epoch are always saved).
     """
     changes: dict[str, Any] = {}
     for name, value in (("epochs", epochs), ("seed", seed)):
@@ -398,5 +412,5 @@ def train_translator(
                                checkpoint=checkpoint, resume=resume, extra_state=state,
                                device=device, progress=progress,
                                valid_every=max(1, math.ceil(planned / VALID_POINTS)),
-                               on_epoch=on_epoch, on_step=on_step)
+                               on_epoch=on_epoch, on_step=on_step, save_every=save_every)
     return translator

@@ -105,3 +105,115 @@ def test_translate_carried_tries_another_name_when_one_is_dropped(carry):
     assert isinstance(out, Carried)
     assert seen == ["Je m'appelle Tom.", "Je m'appelle Marie."]
     assert out.text == "My name is Zorglub." and out.lost == ()
+
+
+# ------------------------------------- clock halves, signs, phone numbers, ordinals, names
+
+SRC2 = ("Le magasin ouvre à h . Il est du matin soir de l' après-midi et ferme fait degrés "
+        "Mon numéro le 06 12 34 56 78 Notre bureau au 3e étage C' mon ami Paul Marc Où ? 10 "
+        "50 8 30 Nous sommes juillet 1990 14 Je suis fatigué J' ai faim blanche robe").split()
+TGT2 = ("The shop opens at a.m. p.m. 10 8 It 's 10:50 8:30 and closes degrees My number is "
+        "06 12 34 56 78 Our office on the 3rd floor This my friend Paul Marc Where ? Today "
+        "July 14 1990 , I 'm tired hungry white dress .").split()
+
+
+@pytest.fixture(scope="module")
+def carry2() -> Carry:
+    return Carry(Vocab(SRC2), Vocab(TGT2), TextCodec("fr"), TextCodec("en"))
+
+
+@pytest.mark.parametrize("source, output, expected", [
+    # the half of the day comes from the source's 24-hour clock, not from the model
+    ("Le magasin ouvre à 12 h.", "The shop opens at 10 a.m.", "The shop opens at 12 p.m."),
+    ("Le magasin ouvre à 0 h.", "The shop opens at 10 p.m.", "The shop opens at 12 a.m."),
+    ("Il est 4 h 10 du matin.", "It's 8:30 p.m.", "It's 4:10 a.m."),
+    ("Il est 10 h 50.", "It's 10:50 p.m.", "It's 10:50 a.m."),
+    ("Il est 4 h de l'après-midi.", "It's 8 a.m.", "It's 4 p.m."),
+    ("Il est 9 h du soir.", "It's 10:50.", "It's 9 p.m."),  # a half named: a mark
+    ("Le magasin ouvre à 10 h et ferme à 18 h.",
+     "The shop opens at 10 p.m. and closes at 8 p.m.",
+     "The shop opens at 10 a.m. and closes at 6 p.m."),
+    ("Il est 21 h 05.", "It's 8:30.", "It's 21:05."),  # no mark anywhere: the 24-hour clock
+    # a minus sign, typographic or not, is kept
+    ("Il fait −3 degrés.", "It's 8 degrees.", "It's −3 degrees."),
+    ("Il fait -5 degrés.", "It's 8 degrees.", "It's -5 degrees."),
+    # digit groups with a leading zero are a phone number: kept as written
+    ("Mon numéro est le 01 234 567.", "My number is 06 12 34.", "My number is 01 234 567."),
+    ("Mon numéro est le 06 12 34 56 78.", "My number is 06 12 34 56 78.",
+     "My number is 06 12 34 56 78."),
+    # ordinals in English form
+    ("Notre bureau est au 2e étage.", "Our office is on the 3rd floor.",
+     "Our office is on the 2nd floor."),
+    ("Notre bureau est au 1er étage.", "Our office is on the 3rd floor.",
+     "Our office is on the 1st floor."),
+    ("Notre bureau est au 11e étage.", "Our office is on the 3rd floor.",
+     "Our office is on the 11th floor."),
+    # a date's numbers in their order
+    ("Nous sommes le 14 juillet 1789.", "Today is July 14, 1990.",
+     "Today is July 14, 1789."),
+    # a name the model knows, swapped for another by the model, is put back
+    ("C'est mon ami Paul.", "This is my friend Marc.", "This is my friend Paul."),
+])
+def test_clock_sign_phone_ordinal_date_and_name(carry2, source, output, expected):
+    carried = carry2.restore(carry2.prepare(source), output)
+    assert carried.text == expected and carried.lost == ()
+
+
+def test_the_model_reads_a_known_ordinal_and_number(carry2):
+    assert carry2.prepare("Notre bureau est au 2e étage.").text == \
+        "Notre bureau est au 3e étage."
+    assert carry2.prepare("Il fait −3 degrés.").text == "Il fait 8 degrés."
+
+
+def test_what_cannot_be_put_back_is_named(carry2):
+    p = carry2.prepare("Notre bureau est au 2e étage.")
+    assert carry2.restore(p, "Our office is on the floor.").lost == ("2nd",)
+    p = carry2.prepare("Nous sommes le 03/04/2025.")
+    assert p.numbers[0].text == "03/04/2025" and "day/month/year" in p.notes[0]
+    carried = carry2.restore(p, "Today is July 14.")
+    assert "03/04/2025" in carried.text and carried.notes == tuple(p.notes)
+    # a known name the model dropped, with no other name in its place
+    assert carry2.restore(carry2.prepare("C'est mon ami Paul."), "This is my friend.").lost \
+        == ("Paul",)
+
+
+def test_a_capital_inside_a_sentence_is_a_name(carry2):
+    p = carry2.prepare("C'est mon ami Blanche.")  # "blanche" is a known word: white
+    assert "blanche" not in p.text.split() and list(p.names.values()) == ["Blanche"]
+    assert carry2.known_case("Blanche", first=True) == "blanche"  # first word: a word
+
+
+def test_sentences_are_split_but_not_after_a_title():
+    from labformer.carry import split_sentences
+
+    assert split_sentences("Je suis fatigué. J'ai faim.") == ["Je suis fatigué.", "J'ai faim."]
+    assert split_sentences("Où est Tom ? Il dort !") == ["Où est Tom ?", "Il dort !"]
+    assert split_sentences("M. Dupont est là. Mme Martin aussi.") == [
+        "M. Dupont est là.", "Mme Martin aussi."]
+    assert split_sentences("Il a dit : « Bonjour ! » Puis il est parti.") == [
+        "Il a dit : « Bonjour ! »", "Puis il est parti."]
+    assert split_sentences("Il est 7 h 30.") == ["Il est 7 h 30."]
+
+
+def test_every_sentence_of_a_line_is_translated(carry2):
+    english = {"Je suis fatigué.": "I'm tired.", "J'ai faim.": "I'm hungry."}
+
+    class Stub:  # translates each known sentence, and drops the rest of a longer line
+        src_vocab, tgt_vocab = carry2.src_vocab, carry2.tgt_vocab
+        src_text, tgt_text = carry2.src_text, carry2.tgt_text
+
+        def translate_detailed(self, sources, beam=None):
+            return [Translation(s, english.get(s, "I'm tired.")) for s in sources]
+
+    (line,) = translate_carried(Stub(), ["Je suis fatigué. J'ai faim."], carry=carry2)  # type: ignore[arg-type]
+    assert line.text == "I'm tired. I'm hungry." and len(line.parts) == 2
+    (whole,) = translate_carried(Stub(), ["Je suis fatigué. J'ai faim."], carry=carry2,  # type: ignore[arg-type]
+                                 split=False)
+    assert whole.text == "I'm tired."  # what a model given the whole line did
+
+
+def test_english_ordinals():
+    from labformer.carry import english_ordinal
+
+    assert [english_ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 22, 101, 111)] == [
+        "1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st", "111th"]

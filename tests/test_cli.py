@@ -243,7 +243,7 @@ def test_train_and_evaluate_on_a_pairs_file(capsys, tmp_path, corpus):
     code, out, err = run(capsys, "evaluate", "--checkpoint", str(ck), "--pairs", str(pairs),
                          "--limit", "5")
     assert code == 0, err
-    assert out.startswith(f"{pairs}, 5 pairs, greedy: BLEU")
+    assert out.startswith(f"{pairs}, 5 pairs, greedy, with carry-over: BLEU")
     # without --pairs, there is no split to regenerate, but its held-out pairs are stored
     code, out, err = run(capsys, "evaluate", "--checkpoint", str(ck))
     assert code == 1 and "pass --pairs FILE" in err and "--split valid" in err
@@ -335,7 +335,8 @@ def test_evaluate_a_split(capsys, checkpoint):
     code, out, err = run(capsys, "evaluate", "--checkpoint", str(checkpoint), "--split",
                          "valid", "--limit", "12", "--beam", "2")
     assert code == 0, err
-    assert out.startswith("valid split, 12 pairs, beam 2: BLEU ") and "exact match" in out
+    assert out.startswith("valid split, 12 pairs, beam 2, with carry-over: BLEU ")
+    assert "exact match" in out
 
 
 def test_usage_errors_exit_with_status_2(capsys):
@@ -526,24 +527,32 @@ def test_the_cased_model_is_scored_cased(capsys, monkeypatch, tmp_path):
     assert lower["exact"] == 0.0  # case counts
 
 
-def test_verdict_tells_memorising_from_learning_nothing(capsys):
-    import labformer.cli as cli
+def _stub_scores(monkeypatch, valid_bleu: float, seen_bleu: float):
+    """verdict's BLEU: ``valid_bleu`` on the held-out pairs, ``seen_bleu`` on training ones."""
+    import labformer.cli.train as train_command
     from labformer.train import History
 
+    def scored(translator, pairs):
+        bleu = valid_bleu if pairs and pairs[0] == ("a", "b") else seen_bleu
+        return bleu, ["x" for _ in pairs]
+
+    monkeypatch.setattr(train_command, "_scored", scored)
+
     class Stub:
-        def __init__(self, seen_bleu: float) -> None:
-            self.history, self.seen = History(valid_score=[0.4]), seen_bleu
+        history = History(valid_score=[valid_bleu])
 
-        def translate(self, sources):
-            return ["x" for _ in sources]
+    return Stub()
 
-        def evaluate(self, pairs):
-            return {"bleu": self.seen}
+
+def test_verdict_tells_memorising_from_learning_nothing(capsys, monkeypatch):
+    import labformer.cli as cli
 
     valid, data = [("a", "b")], [("c", "d")] * 3
-    assert cli._verdict(Stub(99.0), valid, data) == 0  # type: ignore[arg-type]
+    stub = _stub_scores(monkeypatch, 0.4, 99.0)
+    assert cli._verdict(stub, valid, data) == 0  # type: ignore[arg-type]
     assert "too little data to generalise" in capsys.readouterr().err
-    assert cli._verdict(Stub(3.0), valid, data) == 3  # type: ignore[arg-type]
+    stub = _stub_scores(monkeypatch, 0.4, 3.0)
+    assert cli._verdict(stub, valid, data) == 3  # type: ignore[arg-type]
     assert "learned nothing useful" in capsys.readouterr().err
 
 
@@ -628,7 +637,7 @@ def test_resume_says_where_it_starts(capsys, tmp_path):
     assert code in (0, 3), err
     assert f"resuming {tmp_path / 'm.pt'} after epoch 1 (of 2)" in out
     assert load_checkpoint(tmp_path / "m.pt")["epoch"] == 1
-    log = (tmp_path / "m.log").read_text()
+    log = (tmp_path / "m.pt.log").read_text()
     assert "resuming" in log and "vocabulary:" in log and "trained 2 steps" in log
 
 
@@ -638,7 +647,7 @@ def test_the_setup_banner_and_the_log_file(capsys, tmp_path):
     assert "data: 309 pairs read from" in out and "validation: 15 pairs held out" in out
     assert "parameters; device: cpu; 1 epochs of 1 steps (1 steps), batch 400" in out
     assert "training BLEU" in out and "validation BLEU" in out
-    log = (tmp_path / "m.log").read_text()
+    log = (tmp_path / "m.pt.log").read_text()
     assert "vocabulary:" in log and "epoch 1/1: loss" in log and "validation BLEU" in log
 
 
@@ -650,7 +659,7 @@ def test_duplicates_and_a_header_line_are_reported(capsys, tmp_path):
     code, out, err = run(capsys, *_train_args(tmp_path, "--pairs", str(doubled)))
     assert code in (0, 3), err
     assert f"{doubled}:1: skipped a header line ('French', 'English'" in err
-    assert "dropped 100 repeated pair(s) before the split; 309 distinct pairs remain" in err
+    assert "merged 100 repeated pair(s)" in err
     state = load_checkpoint(tmp_path / "m.pt")
     valid = {tuple(p) for p in state["corpus"]["valid"]}
     assert len(valid) == 15 and ("French", "English") not in valid
@@ -697,32 +706,24 @@ def test_valid_file_and_evaluate_split_valid(capsys, tmp_path):
     code, out, err = run(capsys, "evaluate", "--checkpoint", str(tmp_path / "m.pt"),
                          "--split", "valid", "--output", str(tmp_path / "hyps.txt"))
     assert code == 0, err
-    assert out.startswith(f"held-out pairs of {held}, 2 pairs, greedy: BLEU")
+    assert out.startswith(f"held-out pairs of {held}, 2 pairs, greedy, with carry-over: BLEU")
     assert "sacreBLEU signature: nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" in out
     assert len((tmp_path / "hyps.txt").read_text().splitlines()) == 2
     code, _, err = run(capsys, *_train_args(tmp_path, "--valid", str(held)))
     assert code == 1 and "--valid goes with --pairs" in err
 
 
-def test_training_bleu_far_above_validation_is_a_warning(capsys):
+def test_training_bleu_far_above_validation_is_a_warning(capsys, monkeypatch):
     import labformer.cli as cli
-    from labformer.train import History
 
-    class Stub:
-        history = History(valid_score=[30.0])
-
-        def translate(self, sources):
-            return ["x" for _ in sources]
-
-        def evaluate(self, pairs):
-            return {"bleu": 95.0}
-
-    assert cli._verdict(Stub(), [("a", "b")] * 60, [("c", "d")] * 3) == 0  # type: ignore[arg-type]
+    stub = _stub_scores(monkeypatch, 30.0, 95.0)
+    assert cli._verdict(stub, [("a", "b")] * 60, [("c", "d")] * 3) == 0  # type: ignore[arg-type]
     out, err = capsys.readouterr()
-    assert "training BLEU 95.0 (3 pairs), validation BLEU 30.0 (60 held-out pairs)" in out
+    assert "training BLEU 95.0 (3 pairs), validation BLEU 30.0 (60 held-out pairs; greedy, " \
+           "with carry-over, as `labformer evaluate --split valid`)" in out
     assert "far better than held-out ones" in err and "memorised" in err
-    Stub.history = History(valid_score=[90.0])
-    assert cli._verdict(Stub(), [("a", "b")] * 60, [("c", "d")] * 3) == 0  # type: ignore[arg-type]
+    stub = _stub_scores(monkeypatch, 90.0, 95.0)
+    assert cli._verdict(stub, [("a", "b")] * 60, [("c", "d")] * 3) == 0  # type: ignore[arg-type]
     assert capsys.readouterr().err == ""
 
 

@@ -768,3 +768,40 @@ def test_guess_language_needs_clear_evidence() -> None:
     assert guess_language(["le chat est noir et je suis là"] * 5) == "fr"
     assert guess_language(["the cat is black and I am here"] * 5) == "en"
     assert guess_language(["le chat is the noir et I am"] * 10) is None  # mixed
+
+
+# ------------------------------------------------------------ near-repeats, UTF-16 files
+
+
+def test_near_repeats_are_merged_before_a_split():
+    from labformer.data.pairs import PairLine, dedupe_pairs, pair_key
+
+    nfd = unicodedata.normalize("NFD", "Où est la gare ?")
+    pairs = [PairLine(1, "Où est la gare ?", "Where is the station?"),
+             PairLine(2, nfd, "Where is the station?"),  # NFD accents
+             PairLine(3, "OÙ EST LA GARE ?", "where is the station?"),  # case
+             PairLine(4, "Où  est la gare?", "Where is the station ?"),  # spacing
+             PairLine(5, "J’ai faim.", "I’m hungry."),
+             PairLine(6, "J'ai faim.", "I'm hungry."),  # apostrophes
+             PairLine(7, "Il a dit « oui ».", "He said “yes”."),
+             PairLine(8, 'Il a dit "oui".', 'He said "yes".'),  # quotes
+             PairLine(9, "J'ai soif.", "I'm thirsty.")]
+    kept, merged = dedupe_pairs(pairs)
+    assert [p.line for p in kept] == [1, 5, 7, 9] and merged == 5
+    assert pair_key("Où est la gare ?", "x") != pair_key("Où est la banque ?", "x")
+
+
+def test_a_utf16_file_is_read_as_utf16(tmp_path):
+    for encoding in ("utf-16", "utf-16-be"):
+        path = tmp_path / f"{encoding}.tsv"
+        text = "Bonjour !\tHello!\nMerci.\tThanks.\n"
+        path.write_bytes(("\ufeff" + text).encode(encoding))  # with its byte-order mark
+        notes: list[str] = []
+        pairs = read_pairs(path, notes=notes)
+        assert [(p.src, p.tgt) for p in pairs] == [("Bonjour !", "Hello!"),
+                                                  ("Merci.", "Thanks.")]
+        assert "read as UTF-16" in notes[0]
+    bad = tmp_path / "bad.tsv"
+    bad.write_bytes(b"\xff\xfeB\x00\x00\xd8")  # a lone surrogate
+    with pytest.raises(ValueError, match="not valid UTF-16"):
+        read_pairs(bad)

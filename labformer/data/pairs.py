@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import os
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 from labformer.data.text import SentencePair
 
-__all__ = ["PairLine", "dedupe_pairs", "guess_language", "is_header", "load_pairs", "read_pairs",
-           "save_pairs"]
+__all__ = ["PairLine", "dedupe_pairs", "guess_language", "is_header", "load_pairs", "pair_key",
+           "read_pairs", "save_pairs"]
 
 # Column titles a header line holds ("French<TAB>English", "source<TAB>target"), lower-case.
 HEADER_WORDS = frozenset(
@@ -68,16 +69,27 @@ def read_pairs(path: str | os.PathLike[str], src_col: int = 0, tgt_col: int = 1,
     for magic, what in _BINARY_MAGIC.items():
         if raw.startswith(magic):
             raise ValueError(f"{path} is {what}, not a text file of sentence pairs")
-    if b"\x00" in raw[:4096]:
+    lines: list[str] = []
+    utf16 = raw.startswith((b"\xff\xfe", b"\xfe\xff"))  # a byte-order mark: UTF-16
+    if utf16:
+        try:
+            lines = raw.decode("utf-16").splitlines()
+        except UnicodeDecodeError as err:
+            raise ValueError(f"{path}: starts as UTF-16 (a byte-order mark) but is not valid "
+                             f"UTF-16 ({err.reason} at byte {err.start})") from None
+        if notes is not None:
+            notes.append(f"{path}: read as UTF-16 (its byte-order mark says so)")
+    elif b"\x00" in raw[:4096]:
         raise ValueError(f"{path} is a binary file, not a text file of sentence pairs")
     pairs: list[PairLine] = []
     needed = max(src_col, tgt_col) + 1
-    for number, line_bytes in enumerate(raw.splitlines(), start=1):
+    for number, line_bytes in enumerate([] if utf16 else raw.splitlines(), start=1):
         try:
-            line = line_bytes.decode("utf-8")
+            lines.append(line_bytes.decode("utf-8"))
         except UnicodeDecodeError as err:
             raise ValueError(f"{path}:{number}: not valid UTF-8 ({err.reason} at byte "
                              f"{err.start})") from None
+    for number, line in enumerate(lines, start=1):
         if number == 1:
             line = line.removeprefix("\ufeff")  # byte-order mark written by some editors
         if not line.strip():
@@ -105,13 +117,34 @@ def read_pairs(path: str | os.PathLike[str], src_col: int = 0, tgt_col: int = 1,
     return pairs
 
 
+# Apostrophes and quotation marks of every kind, read as the ASCII ones.
+_QUOTES = str.maketrans({c: "'" for c in "\u2019\u2018\u02bc\u2032\u00b4`"}
+                        | {c: '"' for c in "\u201c\u201d\u201e\u00ab\u00bb\u2033"})
+_SPACE_AROUND = re.compile(r"\s*([^\w\s])\s*")  # the spacing around punctuation varies
+
+
+def pair_key(src: str, tgt: str) -> tuple[str, str]:
+    """What two near-identical pairs share: NFC, apostrophes and quotes made ASCII, case
+    folded, white space around punctuation dropped and runs of it made one space."""
+    def key(text: str) -> str:
+        text = unicodedata.normalize("NFC", text).translate(_QUOTES).casefold()
+        return _SPACE_AROUND.sub(r"\1", " ".join(text.split()))
+
+    return key(src), key(tgt)
+
+
 def dedupe_pairs(pairs: Sequence[PairLine]) -> tuple[list[PairLine], int]:
-    """The pairs without repeats (the first of each kept, in order), and how many went."""
+    """The pairs without repeats (the first of each kept, in order), and how many went.
+
+    Near-repeats count as repeats (:func:`pair_key`): an NFD accent, a typographic
+    apostrophe, another case or other spacing do not make a pair new.
+    """
     seen: set[tuple[str, str]] = set()
     kept = []
     for p in pairs:
-        if (p.src, p.tgt) not in seen:
-            seen.add((p.src, p.tgt))
+        key = pair_key(p.src, p.tgt)
+        if key not in seen:
+            seen.add(key)
             kept.append(p)
     return kept, len(pairs) - len(kept)
 
