@@ -52,14 +52,12 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+    """labformer.__version__: the one source of the version (pyproject.toml reads it too, so
+    an installed package's metadata says the same, until the source changes without a
+    reinstall; the source is what runs)."""
+    from .. import __version__
 
-    try:
-        return version("labformer")
-    except PackageNotFoundError:  # run from a source tree that is not installed
-        from .. import __version__
-
-        return __version__
+    return __version__
 
 
 def _parser() -> argparse.ArgumentParser:
