@@ -26,7 +26,7 @@ import pytest
 import torch
 from test_book_html import chromium
 
-from labformer.data import Corpus, TextCodec, generate_corpus
+from labformer.data import Corpus, TextCodec, detokenize, generate_corpus
 from labformer.decoding import beam_search, greedy_decode
 from labformer.export import GLOBAL, MODEL_FILE, export_model, live_examples, live_widget_html
 from labformer.multihead import record_attention
@@ -219,7 +219,6 @@ def test_tokenisation_is_pythons(tmp_path: Path, corpus: Corpus,
             assert not wrong, f"{len(wrong)} sentences tokenised differently, first: {wrong[0]}"
             texts = page.evaluate("([xs, c]) => xs.map(x => window.labformerLive.detokenize(x, c))",
                                   [want, codec.to_dict()])
-            from labformer.data import detokenize
             assert texts == [detokenize(w) for w in want]
         assert not page.errors, page.errors
 
@@ -302,7 +301,7 @@ def test_greedy_and_beam_are_pytorchs(tmp_path: Path, corpus: Corpus, translator
 def _near_tie(model: torch.nn.Module, src: torch.Tensor, greedy: list[int],
               scores: list[float]) -> bool:
     """Whether greedy's choice or the beam's ranking was within NEAR_TIE of another."""
-    if any(abs(a - b) < NEAR_TIE for a, b in zip(scores, scores[1:])):
+    if any(abs(a - b) < NEAR_TIE for a, b in zip(scores, scores[1:], strict=False)):
         return True
     cfg = model.config
     tgt_in = torch.tensor([[cfg.bos_id, *greedy[:-1]]])
