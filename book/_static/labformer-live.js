@@ -658,8 +658,10 @@
       wrap.appendChild(box);
       return [wrap, box];
     }
-    var width = number("lf-live-width", words.width, 4, 1, 8, 1);
-    var alpha = number("lf-live-alpha", words.alpha, 0, 0, 2, 0.1);
+    // The settings of the precomputed examples (the chapter's own beam) are the defaults.
+    var first = examples.length && examples[0].beam ? examples[0].beam : { width: 4, alpha: 0 };
+    var width = number("lf-live-width", words.width, first.width, 1, 8, 1);
+    var alpha = number("lf-live-alpha", words.alpha, first.alpha, 0, 2, 0.1);
     var button = el("button", "lf-live-go", words.load);
     button.type = "submit";
     var row = el("div", "lf-live-controls");
