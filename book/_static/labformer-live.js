@@ -485,7 +485,6 @@
   // ------------------------------------------------------------------ the widget
   var TEXT = {
     en: {
-      title: "Translate it yourself",
       intro: "Type a French sentence in the words of the generated corpus. The translator " +
              "trained on this page runs in your browser: nothing is sent anywhere.",
       load: "Load the model and translate", go: "Translate",
@@ -494,8 +493,8 @@
               "by the build.",
       examples: "Precomputed by the build:", example: "Example",
       greedy: "greedy", beam: "beam search", width: "beam width", alpha: "length penalty α",
-      output: "Translation", unknown: "Words the model never saw (read as <unk>): ",
-      tokens: "Tokens read", cross: "Cross-attention of the greedy translation",
+      output: "Translation: ", unknown: "Words the model never saw (read as <unk>): ",
+      tokens: "Tokens read: ", cross: "Cross-attention of the greedy translation",
       layer: "layer", head: "head", query: "query", key: "key", weight: "weight",
       hyps: "The beam's hypotheses", score: "score", logp: "log-probability",
       unfinished: "(no EOS within the limit)", time: "{ms} ms in this browser.",
@@ -510,7 +509,6 @@
              "approximates: some sentences are split differently than in Python."
     },
     zh: {
-      title: "自己动手翻译",
       intro: "输入一句由生成语料中的词组成的法语句子。本页训练的翻译器就在你的浏览器里运行，" +
              "不向任何地方发送数据。",
       load: "加载模型并翻译", go: "翻译",
@@ -518,8 +516,8 @@
       failed: "模型未能加载（{why}）。下面的例子是构建时预先算好的。",
       examples: "构建时预先算好的例子：", example: "例子",
       greedy: "贪心解码", beam: "束搜索", width: "束宽", alpha: "长度惩罚 α",
-      output: "译文", unknown: "模型没见过的词（读作 <unk>）：",
-      tokens: "读入的词元", cross: "贪心译文的交叉注意力",
+      output: "译文：", unknown: "模型没见过的词（读作 <unk>）：",
+      tokens: "读入的词元：", cross: "贪心译文的交叉注意力",
       layer: "层", head: "头", query: "查询", key: "键", weight: "权重",
       hyps: "束中的假设", score: "得分", logp: "对数概率",
       unfinished: "（在长度上限内没有 EOS）", time: "在本浏览器中用时 {ms} 毫秒。",
@@ -599,12 +597,12 @@
     out.textContent = "";
     out.setAttribute("data-lf-source", r.source);
     var line = el("p", "lf-live-output");
-    line.appendChild(el("strong", "", words.output + ": "));
+    line.appendChild(el("strong", "", words.output));
     line.appendChild(el("span", "lf-live-text", r.text !== undefined ? r.text : r.greedy));
     out.appendChild(line);
     if (live) out.appendChild(el("p", "lf-live-time", fmt(words.time, { ms: r.ms.toFixed(0) })));
     if (r.unknown.length) out.appendChild(el("p", "lf-live-unknown", words.unknown + r.unknown.join(", ")));
-    out.appendChild(el("p", "lf-live-tokens", words.tokens + ": " + r.src_tokens.join(" · ")));
+    out.appendChild(el("p", "lf-live-tokens", words.tokens + r.src_tokens.join(" · ")));
     if (r.cross.length) {
       out.appendChild(el("h4", "", words.cross));
       out.appendChild(legend(words));
