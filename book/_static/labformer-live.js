@@ -497,7 +497,7 @@
       tokens: "Tokens read: ", cross: "Cross-attention of the greedy translation",
       layer: "layer", head: "head", query: "query", key: "key", weight: "weight",
       hyps: "The beam's hypotheses", score: "score", logp: "log-probability",
-      unfinished: "(no EOS within the limit)", time: "{ms} ms in this browser.",
+      unfinished: "(no EOS within the limit)", none: "(empty: EOS came first)", time: "{ms} ms in this browser.",
       empty: "Type a sentence first.", long: "That sentence is longer than the model reads.",
       limits: "What the page does not do: it reads only the lower-case words of the " +
               "generated corpus (capitals, typographic apostrophes and accents in any " +
@@ -520,7 +520,7 @@
       tokens: "读入的词元：", cross: "贪心译文的交叉注意力",
       layer: "层", head: "头", query: "查询", key: "键", weight: "权重",
       hyps: "束中的假设", score: "得分", logp: "对数概率",
-      unfinished: "（在长度上限内没有 EOS）", time: "在本浏览器中用时 {ms} 毫秒。",
+      unfinished: "（在长度上限内没有 EOS）", none: "（空：第一个词元就是 EOS）", time: "在本浏览器中用时 {ms} 毫秒。",
       empty: "请先输入一句话。", long: "这句话超出了模型能读的长度。",
       limits: "本页不做的事：它只读生成语料中的小写词（大写字母、弯撇号以及任何 Unicode " +
               "形式的重音字母，都按 Python 翻译器的方式读入）；它不会像命令行那样把模型没见过" +
@@ -598,7 +598,9 @@
     out.setAttribute("data-lf-source", r.source);
     var line = el("p", "lf-live-output");
     line.appendChild(el("strong", "", words.output));
-    line.appendChild(el("span", "lf-live-text", r.text !== undefined ? r.text : r.greedy));
+    var text = r.text !== undefined ? r.text : r.greedy;
+    line.appendChild(el("span", "lf-live-text", text));
+    if (!text) line.appendChild(el("span", "lf-live-none", words.none));
     out.appendChild(line);
     if (live) out.appendChild(el("p", "lf-live-time", fmt(words.time, { ms: r.ms.toFixed(0) })));
     if (r.unknown.length) out.appendChild(el("p", "lf-live-unknown", words.unknown + r.unknown.join(", ")));
@@ -619,6 +621,7 @@
         var li = el("li");
         li.setAttribute("data-score", String(h.score));
         li.appendChild(el("span", "lf-live-hyp", h.text));
+        if (!h.text) li.appendChild(el("span", "lf-live-none", words.none));
         li.appendChild(el("span", "lf-live-score", " " + words.score + " " + h.score.toFixed(3) + ", " +
                           words.logp + " " + h.log_prob.toFixed(3) + (h.finished ? "" : " " + words.unfinished)));
         list.appendChild(li);
