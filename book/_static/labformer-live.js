@@ -38,15 +38,25 @@
 
   // The "words" codec exactly. A "moses" codec (a model of one's own pairs, chapter 12) is
   // only approximated: the same splitting, and English "'s" apart. The widget says so.
+  // Moses, approximately: clock times and decimal numbers stay whole; English "don't" is
+  // "don" + "'t" (French "l'homme" is "l'" + "homme" in both).
+  var MOSES_TOKEN = new RegExp("\\d{1,2}:\\d{2}(?!\\d)|\\d+(?:[.,]\\d+)+|" +
+                               WORDS_TOKEN.source, "gu");
   function tokenize(text, codec) {
-    var tokens = normalize(text, codec).match(WORDS_TOKEN) || [];
-    if (codec.kind === "moses" && codec.lang === "en") {
-      tokens = tokens.reduce(function (out, t) {
-        var m = /^(.*[^'])'$/.exec(t);
-        return m ? out.concat([m[1], "'"]) : out.concat([t]);
-      }, []);
-    }
-    return tokens;
+    if (codec.kind !== "moses") return normalize(text, codec).match(WORDS_TOKEN) || [];
+    var tokens = normalize(text, codec).match(MOSES_TOKEN) || [];
+    if (codec.lang !== "en") return tokens;
+    var out = [];
+    tokens.forEach(function (t, i) {
+      var prev = out.length ? out[out.length - 1] : "";
+      if (/^[^']+'$/.test(prev) && /^[\p{L}]+$/u.test(t) && i > 0) {
+        out[out.length - 1] = prev.slice(0, -1);
+        out.push("'" + t);
+      } else {
+        out.push(t);
+      }
+    });
+    return out;
   }
 
   function detokenize(tokens, codec) {
