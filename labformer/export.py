@@ -1,0 +1,233 @@
+"""The translator in a web page: its weights, vocabularies and tokeniser rules as one .js file.
+
+The book's live translator (``book/_static/labformer-live.js``) runs labformer's forward pass in
+the reader's browser. It loads its model from a script file written here, which sets one
+global variable, so that a ``<script>`` tag reads it from a static server and from files opened
+directly (``file://``, where a browser fetches nothing else). The file holds::
+
+    window.LABFORMER_LIVE_MODEL = {format, config, src_vocab, tgt_vocab, src_text, tgt_text,
+                                   dtype, tensors: [[name, shape, offset], ...], data}
+
+``data`` is every tensor of the model's state dict, little-endian float32 (exact: the page
+computes what PyTorch computes) or float16 (half the size, each weight rounded), one after
+the other, in base64; ``offset`` counts elements. ``config`` is the model's
+:class:`~labformer.transformer.TransformerConfig`, ``src_text`` / ``tgt_text`` the
+:class:`~labformer.data.TextCodec` settings the page tokenises with.
+
+:func:`export_checkpoint` writes the file from a checkpoint on disk (``labformer export``);
+:func:`export_model` from a model in memory (the book). :func:`live_examples` and
+:func:`live_widget_html` make what the page shows before the model has loaded.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import hashlib
+import html
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .data import TextCodec, Vocab
+from .decoding import beam_search, greedy_decode
+from .multihead import record_attention
+from .transformer import Transformer
+
+__all__ = [
+    "DTYPES",
+    "FORMAT",
+    "GLOBAL",
+    "MODEL_FILE",
+    "export_checkpoint",
+    "export_model",
+    "live_examples",
+    "live_widget_html",
+    "model_payload",
+    "model_script",
+]
+
+FORMAT = 1  # the payload's layout; the page refuses another
+GLOBAL = "LABFORMER_LIVE_MODEL"  # the window property the file sets
+MODEL_FILE = "labformer-live-model.js"  # the file's name, the one the page asks for
+DTYPES = {"float32": torch.float32, "float16": torch.float16}
+
+
+def model_payload(model: Transformer, src_vocab: Vocab, tgt_vocab: Vocab, *,
+                  src_text: TextCodec | None = None, tgt_text: TextCodec | None = None,
+                  dtype: str = "float32") -> dict[str, Any]:
+    """Everything the page needs to run ``model``, as JSON-able data (see the module doc).
+
+    ``src_text`` / ``tgt_text``: the codecs the model was trained with (default: the
+    generated corpus's lower-case word tokenizer, as :class:`~labformer.translate.Translator`).
+    """
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    cfg = model.config
+    if cfg.src_vocab_size != len(src_vocab) or cfg.tgt_vocab_size != len(tgt_vocab):
+        raise ValueError(f"vocabulary sizes {len(src_vocab)}, {len(tgt_vocab)} do not match "
+                         f"the model's {cfg.src_vocab_size}, {cfg.tgt_vocab_size}")
+    tensors: list[list[Any]] = []
+    chunks: list[bytes] = []
+    offset = 0
+    for name, tensor in model.state_dict().items():
+        if not tensor.is_floating_point():
+            raise ValueError(f"state dict entry {name} is {tensor.dtype}, not a float tensor")
+        flat = tensor.detach().to("cpu", DTYPES[dtype]).contiguous().view(-1)
+        # little-endian bytes, whatever the machine (numpy's '<' order)
+        array = flat.numpy().astype(f"<f{flat.element_size()}", copy=False)
+        chunks.append(array.tobytes())
+        tensors.append([name, list(tensor.shape), offset])
+        offset += flat.numel()
+    src_text = src_text or TextCodec("fr", "words")
+    tgt_text = tgt_text or TextCodec("en", "words")
+    return {
+        "format": FORMAT,
+        "config": dataclasses.asdict(cfg),
+        "src_vocab": list(src_vocab.itos),
+        "tgt_vocab": list(tgt_vocab.itos),
+        "src_text": src_text.to_dict(),
+        "tgt_text": tgt_text.to_dict(),
+        "dtype": dtype,
+        "parameters": model.num_parameters(),
+        "tensors": tensors,
+        "data": base64.b64encode(b"".join(chunks)).decode("ascii"),
+    }
+
+
+def model_script(payload: dict[str, Any]) -> str:
+    """The .js file's text: one statement that sets ``window.LABFORMER_LIVE_MODEL``."""
+    body = json.dumps(payload, ensure_ascii=True, separators=(",", ":"))
+    return (f"/* labformer: a translator's weights for the live page (format {FORMAT}); "
+            f"written by labformer.export */\nwindow.{GLOBAL} = {body};\n")
+
+
+def export_model(model: Transformer, src_vocab: Vocab, tgt_vocab: Vocab, out_dir: Path, *,
+                 src_text: TextCodec | None = None, tgt_text: TextCodec | None = None,
+                 dtype: str = "float32", name: str = MODEL_FILE) -> list[Path]:
+    """Write ``out_dir/name`` (the model file the page loads); return the paths written.
+
+    The file is written whole under a temporary name, then renamed: a reader (or a build)
+    never sees half a file, and an error leaves an earlier file as it was.
+    """
+    if not name.endswith(".js") or "/" in name or os.sep in name:
+        raise ValueError(f"name must be a plain file name ending in .js, got {name!r}")
+    text = model_script(model_payload(model, src_vocab, tgt_vocab, src_text=src_text,
+                                      tgt_text=tgt_text, dtype=dtype))
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / name
+    tmp = path.with_name(f".{name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="ascii")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return [path]
+
+
+def export_checkpoint(checkpoint: Path, out_dir: Path, *, dtype: str = "float32",
+                      name: str = MODEL_FILE) -> list[Path]:
+    """Write the page's model file from a translator checkpoint (``labformer train``'s, or
+    the chapters'); return the paths written. Any device's checkpoint: it is read on the CPU."""
+    from .translate import Translator  # (translate imports training; only this needs it)
+
+    translator = Translator.from_checkpoint(checkpoint, device="cpu")
+    return export_model(translator.model, translator.src_vocab, translator.tgt_vocab,
+                        Path(out_dir), src_text=translator.src_text,
+                        tgt_text=translator.tgt_text, dtype=dtype, name=name)
+
+
+def file_sha256(path: Path) -> str:
+    """Hex SHA-256 of a file: the page records its model file's, the build checks it."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+@torch.no_grad()
+def live_examples(model: Transformer, src_vocab: Vocab, tgt_vocab: Vocab,
+                  sentences: Sequence[str], *, src_text: TextCodec | None = None,
+                  tgt_text: TextCodec | None = None, beam: int = 4,
+                  length_penalty: float = 0.0) -> list[dict[str, Any]]:
+    """What the page shows before its model loads (or where it cannot run): for each
+    sentence, its tokens, the greedy translation, the cross-attention of every decoder layer
+    and head on that translation, and the beam's hypotheses with their scores, computed in
+    PyTorch exactly as the page computes them in the browser."""
+    src_text = src_text or TextCodec("fr", "words")
+    tgt_text = tgt_text or TextCodec("en", "words")
+    model.eval()
+    cfg = model.config
+    out = []
+    for sentence in sentences:
+        tokens = src_text.tokenize(sentence)
+        if not tokens or len(tokens) > cfg.max_len - 1:
+            raise ValueError(f"example {sentence!r} has {len(tokens)} tokens; the model reads "
+                             f"1 to {cfg.max_len - 1}")
+        ids = src_vocab.encode(tokens)  # ends with EOS
+        src = torch.tensor([ids])
+        limit = min(cfg.max_len, 2 * len(ids) + 10)  # as Translator.translate_detailed
+        greedy = greedy_decode(model, src, max_len=limit)[0].tolist()
+        out_ids = [t for t in greedy if t != cfg.pad_id]
+        tgt_in = torch.tensor([[cfg.bos_id, *out_ids[:-1]]]) if out_ids else None
+        cross: list[list[list[list[float]]]] = []
+        if tgt_in is not None:
+            with record_attention(model) as maps:
+                model(src, tgt_in)
+            cross = [maps[f"decoder.layers.{i}.cross_attn"][0].tolist()
+                     for i in range(cfg.num_decoder_layers)]  # (N, h, T, S)
+        hyps = beam_search(model, src, beam_size=beam, top_beams=beam, max_len=limit,
+                           length_penalty=length_penalty)[0]
+        out.append({
+            "source": sentence,
+            "src_tokens": [*(t if t in src_vocab else Vocab.unk for t in tokens), Vocab.eos],
+            "unknown": src_vocab.lookup_unknown(tokens),
+            "greedy": tgt_text.detokenize(tgt_vocab.decode(out_ids)),
+            "tgt_tokens": [tgt_vocab.id_to_token(t) for t in out_ids],
+            "cross": [[[[round(w, 4) for w in row] for row in head] for head in layer]
+                      for layer in cross],
+            "beam": {"width": beam, "alpha": length_penalty,
+                     "hypotheses": [{"text": tgt_text.detokenize(tgt_vocab.decode(h.tokens)),
+                                     "score": round(h.score, 4),
+                                     "log_prob": round(h.log_prob, 4),
+                                     "finished": h.finished} for h in hyps]},
+        })
+    return out
+
+
+def live_widget_html(model_file: Path, examples: Sequence[dict[str, Any]]) -> str:
+    """The page's container for the live translator: the model file's name and SHA-256 (the
+    build copies that file next to the page's scripts and checks it), and the precomputed
+    examples as JSON. ``book/_static/labformer-live.js`` builds the widget inside it."""
+    model_file = Path(model_file)
+    data = json.dumps(list(examples), ensure_ascii=False, separators=(",", ":"))
+    data = data.replace("</", "<\\/")  # nothing in the JSON can close the <script> element
+    return (f'<div class="lf-live" data-lf-model="{html.escape(model_file.name)}" '
+            f'data-lf-model-sha256="{file_sha256(model_file)}">'
+            f'<script type="application/json" class="lf-live-examples">{data}</script>'
+            '<p class="lf-live-fallback">The live translator needs JavaScript.</p></div>')
+
+
+def _main(argv: Sequence[str]) -> int:
+    """``python -m labformer.export CHECKPOINT OUT_DIR [float16]``: until the command line
+    has its own ``labformer export``."""
+    if len(argv) not in (2, 3):
+        print("usage: python -m labformer.export CHECKPOINT OUT_DIR [float32|float16]",
+              file=sys.stderr)
+        return 2
+    try:
+        paths = export_checkpoint(Path(argv[0]), Path(argv[1]),
+                                  dtype=argv[2] if len(argv) == 3 else "float32")
+    except (OSError, ValueError) as e:
+        print(f"labformer export: {e}", file=sys.stderr)
+        return 1
+    for path in paths:
+        print(f"{path} ({path.stat().st_size / 2**20:.1f} MiB)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main(sys.argv[1:]))

@@ -1,0 +1,170 @@
+"""labformer.export: the page's model file holds the model's exact weights, its vocabularies,
+configuration and tokeniser rules; a checkpoint exports as the model in memory does."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from labformer.data import TextCodec, Vocab, generate_corpus
+from labformer.export import (
+    FORMAT,
+    GLOBAL,
+    MODEL_FILE,
+    _main,
+    export_checkpoint,
+    export_model,
+    live_examples,
+    live_widget_html,
+    model_payload,
+    model_script,
+)
+from labformer.translate import Translator, build_model, train_translator
+
+TINY = {"d_model": 16, "num_heads": 2, "num_encoder_layers": 1, "num_decoder_layers": 2,
+        "d_ff": 32, "dropout": 0.0, "max_len": 32}
+
+
+@pytest.fixture(scope="module")
+def vocabs() -> tuple[Vocab, Vocab]:
+    return (Vocab(["le", "chat", "dort", ".", "l'", "homme"]),
+            Vocab(["the", "cat", "sleeps", ".", "man"]))
+
+
+def _read(path: Path) -> dict:
+    """The payload back from the .js file: one assignment to window.GLOBAL."""
+    text = path.read_text(encoding="ascii")
+    match = re.fullmatch(rf"/\*[^\n]*\*/\nwindow\.{GLOBAL} = (\{{.*\}});\n", text, re.DOTALL)
+    assert match, text[:200]
+    payload: dict = json.loads(match.group(1))
+    return payload
+
+
+def _tensors(payload: dict) -> dict[str, torch.Tensor]:
+    dtype = {"float32": "<f4", "float16": "<f2"}[payload["dtype"]]
+    flat = np.frombuffer(base64.b64decode(payload["data"]), dtype=dtype)
+    out = {}
+    for name, shape, offset in payload["tensors"]:
+        n = int(np.prod(shape)) if shape else 1
+        out[name] = torch.from_numpy(flat[offset:offset + n].astype(np.float32).copy()
+                                     ).view(shape)
+    return out
+
+
+@pytest.mark.parametrize("overrides", [{}, {"norm_first": False, "positional": "learned",
+                                            "tie_embeddings": "output"}])
+def test_the_file_holds_the_exact_weights(tmp_path: Path, vocabs: tuple[Vocab, Vocab],
+                                          overrides: dict) -> None:
+    src, tgt = vocabs
+    model = build_model(src, tgt, seed=3, **{**TINY, **overrides})
+    (path,) = export_model(model, src, tgt, tmp_path)
+    assert path == tmp_path / MODEL_FILE
+    payload = _read(path)
+    assert payload["format"] == FORMAT and payload["dtype"] == "float32"
+    assert payload["src_vocab"] == src.itos and payload["tgt_vocab"] == tgt.itos
+    assert payload["config"] == {**model.config.__dict__}
+    assert payload["src_text"] == TextCodec("fr", "words").to_dict()
+    assert payload["parameters"] == model.num_parameters()
+    state = model.state_dict()
+    got = _tensors(payload)
+    assert list(got) == list(state)
+    for name, tensor in state.items():
+        assert torch.equal(got[name], tensor), name  # bit for bit
+    # A model rebuilt from the file alone computes the same logits.
+    again = build_model(src, tgt, seed=99, **{**TINY, **overrides})
+    again.load_state_dict(got)
+    x, y = torch.tensor([[4, 5, 6, 2]]), torch.tensor([[1, 4, 5]])
+    assert torch.equal(again.eval()(x, y), model.eval()(x, y))
+    assert not list(tmp_path.glob(".*.tmp")), "a temporary file was left behind"
+
+
+def test_float16_halves_the_weights_and_rounds_each_once(tmp_path: Path,
+                                                         vocabs: tuple[Vocab, Vocab]) -> None:
+    src, tgt = vocabs
+    model = build_model(src, tgt, seed=1, **TINY)
+    (p32,) = export_model(model, src, tgt, tmp_path / "a")
+    (p16,) = export_model(model, src, tgt, tmp_path / "b", dtype="float16")
+    payload = _read(p16)
+    assert payload["dtype"] == "float16"
+    n32, n16 = (len(base64.b64decode(_read(p)["data"])) for p in (p32, p16))
+    assert n16 * 2 == n32
+    for name, tensor in _tensors(payload).items():
+        assert torch.equal(tensor, model.state_dict()[name].half().float()), name
+
+
+def test_bad_requests_are_named(tmp_path: Path, vocabs: tuple[Vocab, Vocab]) -> None:
+    src, tgt = vocabs
+    model = build_model(src, tgt, **TINY)
+    with pytest.raises(ValueError, match="dtype must be one of float32, float16"):
+        model_payload(model, src, tgt, dtype="int8")
+    with pytest.raises(ValueError, match="vocabulary sizes 7, 10 do not match"):
+        model_payload(model, Vocab(["a", "b", "c"]), src)
+    with pytest.raises(ValueError, match="plain file name ending in .js"):
+        export_model(model, src, tgt, tmp_path, name="../x.js")
+    with pytest.raises(FileNotFoundError, match="checkpoint not found"):
+        export_checkpoint(tmp_path / "none.pt", tmp_path)
+    (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(ValueError, match="cannot read checkpoint"):
+        export_checkpoint(tmp_path / "junk.pt", tmp_path)
+    assert not (tmp_path / MODEL_FILE).exists()
+    assert _main([]) == 2
+    assert _main([str(tmp_path / "none.pt"), str(tmp_path)]) == 1
+
+
+def test_a_checkpoint_exports_as_its_translator(tmp_path: Path) -> None:
+    """export_checkpoint == export_model on the loaded translator, codecs included (a model
+    trained on cased pairs keeps its Moses codec)."""
+    pairs = [("Le chat dort.", "The cat sleeps."), ("L'homme dort.", "The man sleeps."),
+             ("Le chat mange.", "The cat eats.")] * 4
+    ckpt = tmp_path / "run.pt"
+    translator = train_translator(pairs, epochs=1, seed=0, device="cpu", progress=False,
+                                  checkpoint=ckpt, batch_size=4, model_overrides=TINY)
+    (from_file,) = export_checkpoint(ckpt, tmp_path / "a")
+    (in_memory,) = export_model(translator.model, translator.src_vocab, translator.tgt_vocab,
+                                tmp_path / "b", src_text=translator.src_text,
+                                tgt_text=translator.tgt_text)
+    assert from_file.read_bytes() == in_memory.read_bytes()
+    payload = _read(from_file)
+    assert payload["src_text"]["kind"] == "moses" and payload["tgt_text"]["lang"] == "en"
+    assert _main([str(ckpt), str(tmp_path / "c"), "float16"]) == 0
+    assert _read(tmp_path / "c" / MODEL_FILE)["dtype"] == "float16"
+    assert isinstance(Translator.from_checkpoint(ckpt), Translator)
+
+
+def test_examples_and_widget_html(tmp_path: Path) -> None:
+    """The precomputed examples are the translator's own outputs; the container records the
+    model file's SHA-256 and its JSON cannot close the <script> element."""
+    corpus = generate_corpus(num_pairs=2600, seed=0)
+    translator = train_translator(corpus, epochs=1, seed=0, device="cpu", progress=False,
+                                  valid_size=0, model_overrides=TINY)
+    sentences = ["le chat dort.", "l'homme </script> dort"]
+    shown = live_examples(translator.model, translator.src_vocab, translator.tgt_vocab,
+                          sentences, beam=3)
+    cfg = translator.model.config
+    for sentence, ex in zip(sentences, shown, strict=True):
+        assert ex["greedy"] == translator.translate(sentence)
+        assert ex["beam"]["hypotheses"][0]["text"] == translator.translate(sentence, beam=3)
+        assert len(ex["beam"]["hypotheses"]) == 3
+        assert len(ex["cross"]) == cfg.num_decoder_layers
+        assert all(len(layer) == cfg.num_heads for layer in ex["cross"])
+        rows = [row for layer in ex["cross"] for head in layer for row in head]
+        assert all(len(row) == len(ex["src_tokens"]) for row in rows)
+        assert all(abs(sum(row) - 1) < 1e-3 for row in rows)  # rounded to 4 places
+        assert ex["src_tokens"][-1] == "<eos>"
+    assert "<unk>" in shown[1]["src_tokens"] and "script" in shown[1]["unknown"]
+    (path,) = export_model(translator.model, translator.src_vocab, translator.tgt_vocab,
+                           tmp_path)
+    html = live_widget_html(path, shown)
+    assert f'data-lf-model-sha256="{hashlib.sha256(path.read_bytes()).hexdigest()}"' in html
+    assert f'data-lf-model="{MODEL_FILE}"' in html
+    assert html.count("</script>") == 1
+    body = html.split('class="lf-live-examples">', 1)[1].split("</script>", 1)[0]
+    assert json.loads(body) == json.loads(json.dumps(shown))
+    assert model_script({"format": FORMAT}).startswith("/* labformer")
