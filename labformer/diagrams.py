@@ -39,7 +39,9 @@ __all__ = [
     "clock_hands",
     "decoding_modes",
     "has_chinese",
+    "intro_map",
     "matrix_product",
+    "model_map",
     "multi_head",
     "output_to_word",
     "positional_rows",
@@ -1014,3 +1016,140 @@ def decoding_modes(tokens: Sequence[str], forced: Sequence[int],
         row(y0 + k * rowh, k, length, f"step{k}", Label(f"pass {k + 1}", f"第 {k + 1} 遍"),
             [tokens[length]])
     return d
+
+
+#: The parts of the model on the map of the whole book, by module kind: (label, chapters).
+MAP_PARTS: dict[str, tuple[Label, str]] = {
+    "embed": (Label("embedding × √d_model", "嵌入 × √d_model"), "7"),
+    "positions": (Label("+ positional encoding", "+ 位置编码"), "5"),
+    "self_attn": (Label("multi-head self-attention", "多头自注意力"), "2–4"),
+    "masked_attn": (Label("masked self-attention", "带掩码的自注意力"), "8"),
+    "cross_attn": (Label("cross-attention", "交叉注意力"), "8"),
+    "norm": (Label("add & layer norm", "相加与层归一化"), "6"),
+    "ffn": (Label("feed-forward network", "前馈网络"), "7"),
+    "generator": (Label("linear + softmax", "线性层 + softmax"), "9"),
+    "search": (Label("greedy or beam search", "贪心解码或束搜索"), "10"),
+}
+
+
+def model_map(encoder: Sequence[str], decoder: Sequence[str], shapes: dict[str, str],
+              layers: int) -> Diagram:
+    """The whole model with, in each box, the chapter that explains it (:data:`MAP_PARTS`).
+
+    ``encoder``, ``decoder``: the sublayer kinds of one layer, bottom to top (``self_attn``,
+    ``masked_attn``, ``cross_attn``, ``ffn``), each followed on the map by add & norm.
+    ``shapes``: shapes written on the arrows (``src``, ``tgt``, ``memory``, ``logits``).
+    Boxes are texts of class ``step``; their chapters, texts of class ``chapter``.
+    """
+    for kind in list(encoder) + list(decoder):
+        if kind not in MAP_PARTS:
+            raise ValueError(f"unknown part {kind!r}; known: {sorted(MAP_PARTS)}")
+    bh, gap, bw = 26.0, 8.0, 236.0
+    n_rows = 2 + 2 * max(len(encoder), len(decoder)) + 2
+    height = 70 + n_rows * (bh + gap) + 60
+    d = Diagram(MAX_WIDTH, height, Label(
+        "A map of the whole Transformer. The encoder (left) embeds the source, adds positions "
+        f"and runs {layers} layers of self-attention and a feed-forward network, each with "
+        f"add and layer norm. The decoder (right) does the same on the target with masked "
+        "self-attention and cross-attention to the encoder's output, then a linear layer and "
+        "softmax give the next word, chosen by greedy or beam search. Each box names the "
+        "chapter that explains it.",
+        "整个 Transformer 的地图。编码器（左）对源句做嵌入、加上位置编码，再经过 "
+        f"{layers} 层自注意力和前馈网络，每个子层后都有相加与层归一化。解码器（右）对目标句"
+        "做同样的事，用的是带掩码的自注意力和对编码器输出的交叉注意力；最后由线性层和 "
+        "softmax 给出下一个词，再用贪心解码或束搜索挑选。每个方框都标出了讲解它的章节。"))
+
+    def part(x: float, y: float, kind: str, role: str) -> None:
+        label, chapter = MAP_PARTS[kind]
+        d.box(x, y, bw, bh, role=role)
+        d.text(x + 10, y + bh / 2 + 5, label, anchor="start", kind="step", size=13)
+        d.text(x + bw - 8, y + bh / 2 + 5, Label(f"ch. {chapter}", f"第 {chapter} 章"),
+               anchor="end", kind="chapter", size=13, colour=MUTED)
+
+    roles = {"self_attn": "query", "masked_attn": "query", "cross_attn": "key",
+             "ffn": "hidden", "norm": "position"}
+    tops = []
+    for col, (subs, title, _inp) in enumerate(((encoder, Label("encoder", "编码器"), "src"),
+                                              (decoder, Label("decoder", "解码器"), "tgt"))):
+        x = 40 + col * 324.0
+        y = height - 40
+        d.text(x + bw / 2, y + 26, Label(f"source ids {shapes['src']}",
+                                         f"源句 id {shapes['src']}") if col == 0 else
+               Label(f"target prefix ids {shapes['tgt']}", f"目标前缀 id {shapes['tgt']}"),
+               kind="shape", colour=MUTED)
+        for kind in ("embed", "positions"):
+            y -= bh + gap
+            part(x, y, kind, "embedding" if kind == "embed" else "position")
+        layer_bottom = y - 6
+        for kind in subs:
+            for k in (kind, "norm"):
+                y -= bh + gap
+                part(x, y, k, roles[k])
+        layer_top = y - 6
+        d.box(x - 8, layer_top, bw + 16, layer_bottom - layer_top, role="neutral",
+              dashed=True)
+        d.text(x - 8 + 4, layer_top - 6, Label(f"{title.en} layer × {layers} · ch. 7",
+                                               f"{title.text('zh')}层 × {layers} · 第 7 章"),
+               anchor="start", kind="title", bold=True, size=13)
+        tops.append((x, y))
+    (ex, ey), (dx, dy) = tops
+    cross = [i for i, k in enumerate(decoder) if k == "cross_attn"]
+    if cross:
+        cy = height - 40 - 2 * (bh + gap) - (2 * cross[0] + 1) * (bh + gap) + bh / 2
+        d.text(ex - 4, ey - 48, Label(f"memory {shapes['memory']}", f"记忆 {shapes['memory']}"),
+               anchor="start", kind="shape", colour=MUTED, size=13)
+        d.arrow(ex + bw / 2 + 40, ey - 42, dx - 12, cy, colour=ROLE_COLOURS["key"])
+    y = dy - 80
+    d.arrow(dx + bw / 2, dy - 30, dx + bw / 2, y + bh + 3, shapes["logits"])
+    part(dx, y, "generator", "logit")
+    part(dx, y - (bh + gap), "search", "output")
+    return d
+
+
+def intro_map() -> Diagram:
+    """The map of the whole model for the book's first page, from a forward pass of the
+    ``tiny`` Transformer: the sublayers each layer calls, in order, and the shapes between
+    the parts. ``python -m labformer.diagrams DIR`` writes it as DIR/intro_map.svg and its
+    Chinese twin DIR/intro_map.zh_CN.svg (the name Sphinx looks for in the Chinese edition)."""
+    import torch
+
+    from .layers import FeedForward
+    from .multihead import MultiHeadAttention
+    from .transformer import Transformer, TransformerConfig
+
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model = Transformer(TransformerConfig.preset("tiny", src_vocab_size=12,
+                                                     tgt_vocab_size=12)).eval()
+    calls: dict[str, list[str]] = {"encoder": [], "decoder": []}
+    hooks = []
+    for side in calls:
+        layer = getattr(model, side).layers[0]
+        for name, module in layer.named_children():
+            if isinstance(module, (MultiHeadAttention, FeedForward)):
+                kind = "masked_attn" if (side, name) == ("decoder", "self_attn") else name
+                hooks.append(module.register_forward_hook(
+                    lambda m, i, o, side=side, kind=kind: calls[side].append(kind)))
+    src, tgt = torch.tensor([[4, 5, 6, 7, 8]]), torch.tensor([[1, 9, 10, 11]])
+    try:
+        with torch.no_grad():
+            memory = model.encode(src)
+            logits = model(src, tgt)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    shapes = {"src": shape_text(src.shape), "tgt": shape_text(tgt.shape),
+              "memory": shape_text(memory.shape), "logits": shape_text(logits.shape)}
+    return model_map(calls["encoder"][:2], calls["decoder"][:3], shapes,
+                     len(model.encoder.layers))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import sys
+    from pathlib import Path
+
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else ".")
+    picture = intro_map()
+    (out / "intro_map.svg").write_text(picture.render("en").svg + "\n", encoding="utf-8")
+    (out / "intro_map.zh_CN.svg").write_text(picture.render("zh").svg + "\n",
+                                             encoding="utf-8")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import re
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 import seaborn as sns
@@ -146,6 +147,18 @@ def test_output_to_word_takes_the_softmax_and_the_most_probable_word() -> None:
                                                          abs=0.006)
     assert dg.read_texts(pic, "word") == ["b"]
     assert dg.read_texts(pic, "vocab") == ["a", "b", "c", "d"]
+
+
+def test_the_intro_map_in_the_book_is_the_one_the_model_draws() -> None:
+    """book/diagrams holds the map as labformer draws it now (`python -m labformer.diagrams
+    book/diagrams` redraws it): a change to the model's layers changes the map or fails here."""
+    picture = dg.intro_map()
+    folder = Path(__file__).resolve().parents[1] / "book" / "diagrams"
+    for lang, name in (("en", "intro_map.svg"), ("zh", "intro_map.zh_CN.svg")):
+        assert (folder / name).read_text(encoding="utf-8") == picture.render(lang).svg + "\n"
+    steps = dg.read_texts(picture.render(), "step")
+    assert steps.count("cross-attention") == 1 and steps.count("add & layer norm") == 5
+    assert dg.read_texts(picture.render(), "chapter")[:2] == ["ch. 7", "ch. 5"]
 
 
 def test_bad_input_is_named() -> None:

@@ -261,10 +261,27 @@ def edition_figures() -> None:
     glue_directives.PasteFigureDirective.run = run_with_alt  # type: ignore[method-assign]
 
 
+def alt_from_svg_title(app: Sphinx, doctree: Any, docname: str) -> None:
+    """A figure of the book's own SVG files (book/diagrams) given no ``:alt:`` takes the
+    <title> of the SVG it shows: in the Chinese edition the ``.zh_CN.svg`` twin that Sphinx's
+    ``figure_language_filename`` picks, so the alt text is in the edition's language."""
+    from docutils import nodes
+
+    for image in doctree.findall(nodes.image):
+        uri = str(image.get("uri", ""))
+        if not uri.endswith(".svg") or image.get("alt"):
+            continue
+        path = Path(app.srcdir) / uri
+        title = SVG_TITLE.search(path.read_text(encoding="utf-8")) if path.is_file() else None
+        if title:
+            image["alt"] = html.unescape(title.group(1)).strip()
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     plotly_js_path()  # fail at the start of a build, not at its end
     glue_in_translations()
     edition_figures()
+    app.connect("doctree-resolved", alt_from_svg_title)
     app.connect("html-page-context", add_language_switch)
     app.connect("html-page-context", translate_toggles)
     app.connect("config-inited", use_search_scorer)
