@@ -13,10 +13,14 @@ Two editions, English and Chinese, come from the same notebooks (Sphinx's gettex
 ``book/locales``; ``book/_ext/editions.py`` builds the Chinese one into ``_build/html/zh``).
 Every page links to the same page in the other edition (``add_language_switch``), and numbers
 glued into a translated paragraph come from the notebook's own outputs (``glue_in_translations``).
+A glued figure shows the twin of its edition, ``KEY_zh`` (a diagram with Chinese labels), when
+the notebook glued one (``edition_figures``).
 """
 
 from __future__ import annotations
 
+import html
+import re
 from pathlib import Path
 from typing import Any
 
@@ -208,9 +212,76 @@ def glue_in_translations() -> None:
     glue_roles.retrieve_glue_data = lending_retrieve
 
 
+#: A diagram's alt text: the <title> of its SVG (labformer.diagrams writes it in the edition's
+#: language).
+SVG_TITLE = re.compile(r"<title>(.*?)</title>", re.S)
+
+
+def edition_figures() -> None:
+    """A glued figure shows its edition's twin, with the picture's own alt text.
+
+    ``{glue:figure} KEY`` in the Chinese edition shows ``KEY_zh`` when the notebook glued one
+    (a diagram with Chinese labels), else ``KEY`` (a plot of data, English in both editions).
+    A figure given no ``:alt:`` takes the <title> of its SVG, which labformer.diagrams writes
+    in the language of its labels.
+    """
+    import myst_nb.ext.glue.directives as glue_directives
+    import myst_nb.ext.glue.utils as glue_utils
+
+    if getattr(glue_directives.retrieve_glue_data, "_edition", False):
+        return
+    retrieve = glue_directives.retrieve_glue_data
+
+    def edition_retrieve(document: Any, key: str) -> Any:
+        env = getattr(document.settings, "env", None)
+        language = ((env.config.language if env else None) or "en").split("_")[0]
+        if language != "en":
+            try:
+                return retrieve(document, f"{key}_{language}")
+            except glue_utils.RetrievalError:
+                pass
+        return retrieve(document, key)
+
+    figure_run = glue_directives.PasteFigureDirective.run
+
+    def run_with_alt(self: Any) -> Any:
+        if "alt" not in self.options:
+            try:
+                data = edition_retrieve(self.document, self.arguments[0])
+            except glue_utils.RetrievalError:
+                data = None  # the directive reports the missing key itself
+            svg = data.data.get("image/svg+xml") if data is not None else None
+            title = SVG_TITLE.search(svg if isinstance(svg, str) else "")
+            if title:
+                self.options["alt"] = html.unescape(title.group(1)).strip()
+        return figure_run(self)
+
+    edition_retrieve._edition = True  # type: ignore[attr-defined]
+    glue_directives.retrieve_glue_data = edition_retrieve
+    glue_directives.PasteFigureDirective.run = run_with_alt  # type: ignore[method-assign]
+
+
+def alt_from_svg_title(app: Sphinx, doctree: Any, docname: str) -> None:
+    """A figure of the book's own SVG files (book/diagrams) given no ``:alt:`` takes the
+    <title> of the SVG it shows: in the Chinese edition the ``.zh_CN.svg`` twin that Sphinx's
+    ``figure_language_filename`` picks, so the alt text is in the edition's language."""
+    from docutils import nodes
+
+    for image in doctree.findall(nodes.image):
+        uri = str(image.get("uri", ""))
+        if not uri.endswith(".svg") or image.get("alt"):
+            continue
+        path = Path(app.srcdir) / uri
+        title = SVG_TITLE.search(path.read_text(encoding="utf-8")) if path.is_file() else None
+        if title:
+            image["alt"] = html.unescape(title.group(1)).strip()
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     plotly_js_path()  # fail at the start of a build, not at its end
     glue_in_translations()
+    edition_figures()
+    app.connect("doctree-resolved", alt_from_svg_title)
     app.connect("html-page-context", add_language_switch)
     app.connect("html-page-context", translate_toggles)
     app.connect("config-inited", use_search_scorer)

@@ -1,0 +1,201 @@
+"""The diagrams in the built book (_build/html and _build/html/zh): each is a numbered figure
+with the class ``lf-diagram``, alt text and a caption, drawn as SVG with labels in its edition's
+language, and large enough to read at 1280 px and on a 400 px phone.
+
+`make book` builds both editions first. Like tests/test_book_html.py these tests never skip: a
+missing build, Playwright or Chromium is a failure. Screenshots of every diagram land in
+_build/screenshots/diagrams/ (en-1280, zh-1280, en-400).
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from test_book_html import SCREENSHOTS, chromium
+
+from labformer.diagrams import MIN_FONT
+
+#: Chapters and the diagrams each must hold (at least), by figure name.
+DIAGRAMS = {
+    "01_seq2seq_attention.html": ["fig-ch1-bottleneck"],
+    "02_self_attention.html": ["fig-ch2-qkv", "fig-ch2-walk", "fig-ch2-matrix"],
+    "04_multi_head.html": ["fig-ch4-heads"],
+    "05_positional_encoding.html": ["fig-ch5-clocks", "fig-ch5-rows"],
+    "06_residual_norm.html": ["fig-ch6-blocks"],
+    "07_transformer.html": ["fig-ch7-stack"],
+}
+ZH = "zh"
+CJK = re.compile(r"[\u4e00-\u9fff]")
+SVG = "{http://www.w3.org/2000/svg}"
+#: The smallest text a reader gets on a 1x screen, in CSS px.
+READABLE_PX = 11
+SHOTS = SCREENSHOTS / "diagrams"
+
+
+@dataclass
+class Figure:
+    name: str
+    classes: list[str]
+    images: list[tuple[str, str]] = field(default_factory=list)  # (src, alt)
+    caption: str = ""
+
+
+class _Figures(HTMLParser):
+    """Every <figure> of a page: its id, classes, images and caption text."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.figures: list[Figure] = []
+        self._open: Figure | None = None
+        self._in_caption = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {k: v or "" for k, v in attrs}
+        if tag == "figure":
+            self._open = Figure(a.get("id", ""), a.get("class", "").split())
+            self.figures.append(self._open)
+        elif self._open is not None and tag == "img":
+            self._open.images.append((a.get("src", ""), a.get("alt", "")))
+        elif self._open is not None and tag == "figcaption":
+            self._in_caption = True
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "figcaption":
+            self._in_caption = False
+        elif tag == "figure":
+            self._open = None
+
+    def handle_data(self, data: str) -> None:
+        if self._open is not None and self._in_caption:
+            self._open.caption += data
+
+
+def figures(page: Path) -> dict[str, Figure]:
+    parser = _Figures()
+    parser.feed(page.read_text(encoding="utf-8"))
+    return {f.name: f for f in parser.figures}
+
+
+def diagrams(html_dir: Path, edition: str = "") -> list[tuple[str, Figure, Path]]:
+    """(page, figure, the SVG file it shows) for every diagram of an edition."""
+    out = []
+    root = html_dir / edition if edition else html_dir
+    for rel in DIAGRAMS:
+        for fig in figures(root / rel).values():
+            if "lf-diagram" in fig.classes:
+                src = fig.images[0][0] if fig.images else ""
+                out.append((rel, fig, (root / rel).parent / src))
+    return out
+
+
+@pytest.mark.parametrize("edition", ["", ZH])
+def test_every_chapter_has_its_diagrams_as_numbered_figures(html_dir: Path,
+                                                            edition: str) -> None:
+    problems = []
+    root = html_dir / edition if edition else html_dir
+    for rel, names in DIAGRAMS.items():
+        found = figures(root / rel)
+        for name in names:
+            fig = found.get(name)
+            if fig is None:
+                problems.append(f"{edition}/{rel}: no figure {name}")
+                continue
+            if "lf-diagram" not in fig.classes:
+                problems.append(f"{edition}/{rel}: {name} lacks the class lf-diagram")
+            if len(fig.images) != 1 or not fig.images[0][0].endswith(".svg"):
+                problems.append(f"{edition}/{rel}: {name} shows {fig.images}, not one SVG")
+            elif len(fig.images[0][1].split()) < 8:
+                problems.append(f"{edition}/{rel}: {name}: alt text {fig.images[0][1]!r} "
+                                "does not say what the picture shows")
+            number = re.match(r"\s*(Fig\.|图)\s*\d+(\.\d+)?", fig.caption)
+            if number is None or len(fig.caption.split()) < 5 and not CJK.search(fig.caption):
+                problems.append(f"{edition}/{rel}: {name}: caption {fig.caption[:60]!r} "
+                                "is not numbered or is empty")
+    assert not problems, "\n".join(problems)
+
+
+def _texts(svg: Path) -> tuple[float, list[float], str]:
+    root = ET.fromstring(svg.read_text(encoding="utf-8"))
+    texts = list(root.iter(f"{SVG}text"))
+    sizes = [float(t.get("font-size") or 0) for t in texts]
+    return float(root.get("width") or 0), sizes, " ".join(t.text or "" for t in texts)
+
+
+def test_each_edition_shows_its_own_labels(html_dir: Path) -> None:
+    """English diagrams have no Chinese; each Chinese twin has Chinese labels and alt text."""
+    english, chinese = diagrams(html_dir), diagrams(html_dir, ZH)
+    assert len(english) == len(chinese) >= sum(len(v) for v in DIAGRAMS.values())
+    problems = []
+    for (rel, fig_en, svg_en), (_, fig_zh, svg_zh) in zip(english, chinese, strict=True):
+        _, _, text_en = _texts(svg_en)
+        _, _, text_zh = _texts(svg_zh)
+        if CJK.search(text_en):
+            problems.append(f"{rel}: {fig_en.name}: Chinese labels in the English diagram")
+        if not CJK.search(text_zh):
+            problems.append(f"zh/{rel}: {fig_zh.name}: no Chinese label in the diagram")
+        if not CJK.search(fig_zh.images[0][1]):
+            problems.append(f"zh/{rel}: {fig_zh.name}: alt text not in Chinese")
+        if not CJK.search(fig_zh.caption):
+            problems.append(f"zh/{rel}: {fig_zh.name}: caption not in Chinese")
+    assert not problems, "\n".join(problems)
+
+
+def test_diagram_text_is_large_enough_for_the_column(html_dir: Path) -> None:
+    """At their own size every text is >= MIN_FONT px, and no diagram is wider than the
+    content column at 1280 px (656 px at its narrowest), so none is shrunk there."""
+    problems = []
+    for rel, fig, svg in diagrams(html_dir) + diagrams(html_dir, ZH):
+        width, sizes, _ = _texts(svg)
+        if not sizes or min(sizes) < MIN_FONT:
+            problems.append(f"{rel}: {fig.name}: text of {min(sizes, default=0)} px")
+        if width > 656:
+            problems.append(f"{rel}: {fig.name}: {width} px wide, wider than the column")
+    assert not problems, "\n".join(problems)
+
+
+_MEASURE_JS = """
+(id) => { const f = document.getElementById(id); const img = f && f.querySelector('img');
+          if (!img) return null; img.scrollIntoView();
+          const r = img.getBoundingClientRect();
+          return {shown: r.width, natural: img.naturalWidth, right: r.right,
+                  viewport: document.documentElement.clientWidth,
+                  scroll: document.documentElement.scrollWidth}; }
+"""
+
+
+def test_diagrams_read_at_1280_and_on_a_phone(html_dir: Path, server: str) -> None:
+    """In Chromium: at 1280 px (both editions) text shows at >= 11 px; at 400 px the diagram
+    fits the screen. A screenshot of each diagram in each setting."""
+    problems: list[str] = []
+    settings = [("en-1280", "", 1280), ("zh-1280", ZH, 1280), ("en-400", "", 400)]
+    with chromium() as browser:
+        for label, edition, width in settings:
+            (SHOTS / label).mkdir(parents=True, exist_ok=True)
+            context = browser.new_context(viewport={"width": width, "height": 900},
+                                          device_scale_factor=1 if width > 400 else 2)
+            page = context.new_page()
+            try:
+                for rel, fig, svg in diagrams(html_dir, edition):
+                    page.goto(f"{server}/{edition + '/' if edition else ''}{rel}",
+                              wait_until="load")
+                    got = page.evaluate(_MEASURE_JS, fig.name)
+                    where = f"{label} {rel} {fig.name}"
+                    if got is None or not got["natural"]:
+                        problems.append(f"{where}: the image did not load")
+                        continue
+                    scale = got["shown"] / got["natural"]
+                    smallest = min(_texts(svg)[1]) * scale
+                    if width == 1280 and smallest < READABLE_PX:
+                        problems.append(f"{where}: text shows at {smallest:.1f} px")
+                    if got["right"] > got["viewport"] + 1 or got["scroll"] > got["viewport"] + 1:
+                        problems.append(f"{where}: sticks out of the screen ({got})")
+                    page.locator(f"#{fig.name}").screenshot(
+                        path=str(SHOTS / label / f"{fig.name}.png"))
+            finally:
+                context.close()
+    assert not problems, "\n".join(problems)
