@@ -2,6 +2,7 @@
 
     python tests/ablation_sweep.py                        # the sweep stored in the chapter
     python tests/ablation_sweep.py --runs 1:avx2 4:default --out /tmp/sweep.jsonl
+    python tests/ablation_sweep.py --runs ... --write book/data/13_ablations.json  # the data file
 
 What it runs: for every ``SEED:KERNEL`` of ``--runs`` a fresh process with
 ``LABFORMER_SEED=SEED``, ``ATEN_CPU_CAPABILITY=KERNEL`` and ``OMP_NUM_THREADS=1`` executes the
@@ -16,8 +17,13 @@ for the same seed and kernel (they share the batch order, and the initial weight
 shapes agree): token accuracy, BLEU, test NLL, training loss of the last 50 steps, gradient
 norms and the other quantities the chapter's checks use; and, for the English-to-French pair
 with and without label smoothing, their paired differences and the split of probability
-between the two readings of "you". The chapter adds its own run's paired drops to these. The
-default runs leave out seed 0, the chapter's default.
+between the two readings of "you". The default runs leave out seed 0, the chapter's default.
+
+With ``--write PATH`` it also writes the chapter's data file (``book/data/13_ablations.json``,
+which the chapter reads): the command, the code version (``git describe``), each run's seconds
+and measurements, and ``sweep``, the paired drops above. The chapter reads its verdicts from
+that sweep and checks its own run against the sweep's t-predictive intervals (book/checking.md);
+the sweep runs outside CI.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import os
 import pprint
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +132,7 @@ def main() -> None:
     parser.add_argument("--runs", nargs="+", default=DEFAULT_RUNS, help="SEED:KERNEL ...")
     parser.add_argument("--out", default="/tmp/ablation_sweep.jsonl")
     parser.add_argument("--notebook", default=str(NOTEBOOK), help="a copy to run instead")
+    parser.add_argument("--write", help="also write the chapter's data file here")
     args = parser.parse_args()
     out = Path(args.out)
     done = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
@@ -133,12 +141,38 @@ def main() -> None:
         if any(r["run"] == spec for r in done):
             continue
         print(f"running seed {seed} with {kernel} kernels ...", flush=True)
-        record = {"run": spec, "result": run_one(int(seed), kernel, args.notebook)}
+        start = time.perf_counter()
+        result = run_one(int(seed), kernel, args.notebook)
+        record = {"run": spec, "seconds": round(time.perf_counter() - start),
+                  "result": result}
         done.append(record)
         with out.open("a") as f:
             f.write(json.dumps(record) + "\n")
     runs = [r for r in done if r["run"] in args.runs]
     print("SWEEP = " + format_literal(sweep_literal(runs)))
+    if args.write:
+        write_data(Path(args.write), runs, sys.argv[1:])
+        print(f"wrote {args.write}")
+
+
+def code_version() -> str:
+    """``git describe --always --dirty`` of the repository, or "unknown" outside a checkout."""
+    proc = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT,
+                          capture_output=True, text=True, check=False)
+    return proc.stdout.strip() or "unknown"
+
+
+def write_data(path: Path, runs: list[dict[str, Any]], argv: list[str]) -> None:
+    """The chapter's data file: the command, the code version, the runs and the sweep."""
+    data = {
+        "chapter": NOTEBOOK.stem,
+        "command": "OMP_NUM_THREADS=1 python tests/ablation_sweep.py " + " ".join(argv),
+        "code_version": code_version(),
+        "duration": f"{sum(r.get('seconds', 0) for r in runs)} s for {len(runs)} runs",
+        "runs": [r["run"] for r in runs],
+        "sweep": sweep_literal(runs),
+    }
+    path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

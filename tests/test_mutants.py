@@ -17,11 +17,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.mark.parametrize("m", mutants.MUTANTS + mutants.KNOWN_GAPS, ids=lambda m: m.name)
 def test_mutant_applies_and_compiles(m: mutants.Mutant) -> None:
-    source = (mutants.PACKAGE / m.file).read_text(encoding="utf-8")
-    assert source.count(m.old) == 1, f"{m.name}: old text not found exactly once in {m.file}"
-    mutated = mutants.mutate(source, m)
-    assert mutated != source
-    compile(mutated, str(mutants.PACKAGE / m.file), "exec")
+    source = mutants.target(m).read_text(encoding="utf-8")
+    assert source.count(m.old) <= 1, f"{m.name}: old text repeated in {m.file}"
+    mutated = mutants.check_applies(m)  # ValueError unless the old text occurs once
+    assert m.new in mutated
+    compile(mutated, str(mutants.target(m)), "exec")
     assert (ROOT / "book" / f"{m.chapter}.ipynb").exists(), f"{m.name}: no chapter {m.chapter}"
 
 
@@ -37,6 +37,16 @@ def test_mutate_refuses_a_missing_or_repeated_text() -> None:
         mutants.mutate("xyz", m)
     with pytest.raises(ValueError, match="occurs 2 times"):
         mutants.mutate("ab ab", m)
+
+
+def test_chapter_mutant_edits_one_cell_of_a_copy() -> None:
+    m = next(m for m in mutants.MUTANTS if mutants.in_chapter(m))
+    text = mutants.target(m).read_text(encoding="utf-8")
+    notebook, cell = mutants.mutate_notebook(text, m)
+    assert m.new in cell and m.old not in notebook
+    assert mutants.target(m).read_text(encoding="utf-8") == text
+    with pytest.raises(ValueError, match="occurs 0 times"):
+        mutants.mutate_notebook(notebook, m)
 
 
 def test_planted_copy_changes_only_the_copy(tmp_path: Path) -> None:
