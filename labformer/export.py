@@ -27,7 +27,6 @@ import hashlib
 import html
 import json
 import os
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -209,25 +208,3 @@ def live_widget_html(model_file: Path, examples: Sequence[dict[str, Any]]) -> st
             f'data-lf-model-sha256="{file_sha256(model_file)}">'
             f'<script type="application/json" class="lf-live-examples">{data}</script>'
             '<p class="lf-live-fallback">The live translator needs JavaScript.</p></div>')
-
-
-def _main(argv: Sequence[str]) -> int:
-    """``python -m labformer.export CHECKPOINT OUT_DIR [float16]``: until the command line
-    has its own ``labformer export``."""
-    if len(argv) not in (2, 3):
-        print("usage: python -m labformer.export CHECKPOINT OUT_DIR [float32|float16]",
-              file=sys.stderr)
-        return 2
-    try:
-        paths = export_checkpoint(Path(argv[0]), Path(argv[1]),
-                                  dtype=argv[2] if len(argv) == 3 else "float32")
-    except (OSError, ValueError) as e:
-        print(f"labformer export: {e}", file=sys.stderr)
-        return 1
-    for path in paths:
-        print(f"{path} ({path.stat().st_size / 2**20:.1f} MiB)")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(_main(sys.argv[1:]))

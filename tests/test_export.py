@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 import torch
 
+from labformer import cli
 from labformer.data import TextCodec, Vocab, generate_corpus
 from labformer.export import (
     FORMAT,
     GLOBAL,
     MODEL_FILE,
-    _main,
     export_checkpoint,
     export_model,
     live_examples,
@@ -114,8 +114,6 @@ def test_bad_requests_are_named(tmp_path: Path, vocabs: tuple[Vocab, Vocab]) -> 
     with pytest.raises(ValueError, match="cannot read checkpoint"):
         export_checkpoint(tmp_path / "junk.pt", tmp_path)
     assert not (tmp_path / MODEL_FILE).exists()
-    assert _main([]) == 2
-    assert _main([str(tmp_path / "none.pt"), str(tmp_path)]) == 1
 
 
 def test_a_checkpoint_exports_as_its_translator(tmp_path: Path) -> None:
@@ -133,9 +131,31 @@ def test_a_checkpoint_exports_as_its_translator(tmp_path: Path) -> None:
     assert from_file.read_bytes() == in_memory.read_bytes()
     payload = _read(from_file)
     assert payload["src_text"]["kind"] == "moses" and payload["tgt_text"]["lang"] == "en"
-    assert _main([str(ckpt), str(tmp_path / "c"), "float16"]) == 0
-    assert _read(tmp_path / "c" / MODEL_FILE)["dtype"] == "float16"
     assert isinstance(Translator.from_checkpoint(ckpt), Translator)
+
+    # The command line: `labformer export` writes the same file, in float16 when asked.
+    assert cli.main(["export", "--checkpoint", str(ckpt), "--out", str(tmp_path / "c")]) == 0
+    assert (tmp_path / "c" / MODEL_FILE).read_bytes() == from_file.read_bytes()
+    assert cli.main(["export", "--checkpoint", str(ckpt), "--out", str(tmp_path / "d"),
+                     "--dtype", "float16"]) == 0
+    assert _read(tmp_path / "d" / MODEL_FILE)["dtype"] == "float16"
+
+
+def test_export_command_names_bad_input_and_writes_nothing(tmp_path: Path, capsys) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a model\n")
+    a_file = tmp_path / "out.txt"
+    a_file.write_text("keep me\n")
+    cases = [(["--checkpoint", str(tmp_path / "missing.pt"), "--out", str(tmp_path / "o")],
+              "no such checkpoint"),
+             (["--checkpoint", str(notes), "--out", str(tmp_path / "o")], "notes.txt"),
+             (["--checkpoint", str(notes), "--out", str(a_file)], "is a file, not a folder")]
+    for args, words in cases:
+        assert cli.main(["export", *args]) == 1
+        err = capsys.readouterr().err
+        assert words in err and "Traceback" not in err, err
+    assert not (tmp_path / "o" / MODEL_FILE).exists()
+    assert a_file.read_text() == "keep me\n" and notes.read_text() == "not a model\n"
 
 
 def test_examples_and_widget_html(tmp_path: Path) -> None:

@@ -5,9 +5,10 @@
     labformer train --pairs my.tsv --out runs/mine.pt   # your own source<TAB>target file
     labformer translate "je suis étudiant"    # greedy, or --beam 4; no sentence: stdin lines
     labformer evaluate --split test           # BLEU, chrF and exact match
+    labformer export --out site/_static       # the model file the book's live page loads
 
-One module per command (``corpus``, ``train``, ``translate``, ``evaluate``), each with its
-``add_parser`` and ``run``; ``runs`` keeps a training run's files (side file, lock, log,
+One module per command (``corpus``, ``train``, ``translate``, ``evaluate``, ``export``), each
+with its ``add_parser`` and ``run``; ``runs`` keeps a training run's files (side file, lock, log,
 signals, resuming); ``common`` holds what they share.
 
 Bad input (an empty sentence, a missing, corrupt or mismatched checkpoint, a malformed pairs
@@ -32,7 +33,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from . import corpus, evaluate, translate
+from . import corpus, evaluate, export, translate
 from . import train as train_command
 from .common import CLIError, Terminated, note, positive
 from .train import split_pairs as _split_pairs  # noqa: F401 - tests/train_everyday.py uses it
@@ -46,9 +47,8 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "train": train_command.run,
     "translate": translate.run,
     "evaluate": evaluate.run,
+    "export": export.run,
 }
-# Commands that take a checkpoint and write other files (labformer.export) register here, in
-# _parser() below and in COMMANDS above, each in a module of its own.
 
 
 def _version() -> str:
@@ -79,7 +79,7 @@ def _parser() -> argparse.ArgumentParser:
     train_command.add_parser(sub, [threads, columns])
     translate.add_parser(sub, [threads])
     evaluate.add_parser(sub, [threads, columns])
-    # -- commands added after these four go here (see COMMANDS) --
+    export.add_parser(sub, [])
     return parser
 
 
