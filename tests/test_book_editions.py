@@ -1,7 +1,9 @@
 """The two editions of the built book: English in _build/html, Chinese in _build/html/zh.
 
 Both come from the same notebooks, executed once: the Chinese pages must have every page of
-the English book with the same figures (the same image files), be written in Chinese, carry
+the English book with the same figures (the same image files; a diagram, `<figure
+class="lf-diagram">`, is drawn once per edition with labels in its language), be written in
+Chinese, carry
 `lang="zh-CN"`, and link to the same page in the other edition, both ways. In a browser the
 switch works, the Chinese text is set in a CJK font, no page scrolls sideways at 1280 px, and
 the Chinese search finds the self-attention chapter for 注意力. (Phone widths, dark mode and
@@ -52,6 +54,8 @@ class _PageText(HTMLParser):
         self.lang = ""
         self.paragraphs: list[str] = []
         self.images: list[str] = []
+        self.diagrams: list[str] = []  # images inside <figure class="lf-diagram">
+        self._in_diagram = False
         self.switch: list[str] = []
         self._stack: list[tuple[str, bool]] = []
         self._paragraph: list[str] | None = None
@@ -66,9 +70,12 @@ class _PageText(HTMLParser):
             self.lang = a.get("lang", "")
         if tag in {"img", "br", "meta", "link", "input", "hr", "source"}:
             if tag == "img" and "_images/" in a.get("src", ""):
-                self.images.append(a["src"].rsplit("_images/", 1)[1])
+                name = a["src"].rsplit("_images/", 1)[1]
+                (self.diagrams if self._in_diagram else self.images).append(name)
             return
         classes = a.get("class", "")
+        if tag == "figure":
+            self._in_diagram = "lf-diagram" in classes.split()
         skip = tag in {"pre", "code", "script", "style"} or any(s in classes for s in self.SKIP)
         self._stack.append((tag, skip))
         if tag == "p" and "lf-language-switch" in classes:
@@ -79,6 +86,8 @@ class _PageText(HTMLParser):
             self._paragraph = []
 
     def handle_endtag(self, tag: str) -> None:
+        if tag == "figure":
+            self._in_diagram = False
         while self._stack:
             open_tag, _ = self._stack.pop()
             if open_tag == tag:
@@ -121,6 +130,16 @@ def test_chinese_edition_has_every_page_with_the_same_figures(html_dir: Path) ->
                 (html_dir / ZH / "_images" / name).read_bytes()
             if not same:
                 problems.append(f"{rel}: {name} is not the English edition's image file")
+        if len(en.diagrams) != len(zh.diagrams):
+            problems.append(f"{rel}: {len(en.diagrams)} diagrams in English, "
+                            f"{len(zh.diagrams)} in Chinese")
+        for root, names, want_cjk in ((html_dir, en.diagrams, False),
+                                      (html_dir / ZH, zh.diagrams, True)):
+            for name in names:
+                text = (root / "_images" / name).read_text(encoding="utf-8", errors="replace")
+                if bool(CJK.search(text)) != want_cjk:
+                    problems.append(f"{root.name}/{rel}: diagram {name} "
+                                    f"{'lacks' if want_cjk else 'has'} Chinese labels")
     assert not problems, "\n".join(problems)
 
 

@@ -28,6 +28,9 @@ from sphinx.errors import ExtensionError
 MARKER = 'class="lf-live"'
 LIVE_JS = "labformer-live.js"
 LIVE_CSS = "labformer-live.css"
+#: The widget's text for readers without JavaScript, as labformer.export writes it, per language.
+FALLBACK = '<p class="lf-live-fallback">The live translator needs JavaScript.</p>'
+FALLBACK_ZH = '<p class="lf-live-fallback">实时翻译器需要启用 JavaScript。</p>'
 MODEL = re.compile(r'data-lf-model="([^"/\\]+\.js)" data-lf-model-sha256="([0-9a-f]{64})"')
 
 
@@ -38,8 +41,11 @@ def live_dir(app: Sphinx) -> Path:
 
 def add_live_files(app: Sphinx, pagename: str, templatename: str,
                    context: dict[str, Any], doctree: Any) -> None:
-    """On pages that hold the live translator: its script and style sheet."""
+    """On pages that hold the live translator: its script and style sheet, and the text for
+    readers without JavaScript in the edition's language."""
     if MARKER in context.get("body", ""):
+        if (app.config.language or "").startswith("zh"):
+            context["body"] = context["body"].replace(FALLBACK, FALLBACK_ZH)
         app.add_js_file(LIVE_JS, priority=610, defer="defer")
         app.add_css_file(LIVE_CSS, priority=610)
 

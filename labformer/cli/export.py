@@ -22,7 +22,7 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument("--checkpoint", default=DEFAULT_CHECKPOINT,
                    help=f"default {DEFAULT_CHECKPOINT}")
     p.add_argument("--out", required=True, metavar="DIR",
-                   help="folder to write into (created if missing)")
+                   help="folder to write into, created if missing (required: no default)")
     p.add_argument("--dtype", choices=("float32", "float16"), default="float32",
                    help="weights as float32 (default: the page computes what PyTorch "
                         "computes) or float16 (half the size, each weight rounded)")
