@@ -113,7 +113,7 @@ test:
 	@$(TIMED) "lint and types" $(MAKE) --no-print-directory lint
 	@$(MAKE) --no-print-directory book
 	@$(TIMED) "tests on $(JOBS) workers" env CHROMIUM=$(CHROMIUM) $(PY) -m pytest tests \
-	  -n $(JOBS) --dist loadfile -m "not solo" --cov=labformer --cov-report=
+	  -n $(JOBS) --dist loadfile -m "not solo" --cov=labformer --cov-report= --durations=15
 	@$(TIMED) "tests that run alone" env CHROMIUM=$(CHROMIUM) $(PY) -m pytest tests -m solo \
 	  --cov=labformer --cov-append --cov-report=term --cov-fail-under=90
 	@tests/phases.sh _build/phases.tsv
