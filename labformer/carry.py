@@ -37,9 +37,9 @@ from .data import TextCodec, Vocab
 if TYPE_CHECKING:
     from .translate import Translator
 
-__all__ = ["LOW_SCORE", "LOW_TOKEN", "Carried", "Carry", "Confidence", "NumberGroup", "Prepared",
-           "assess", "english_ordinal", "has_word", "sentence_scores", "split_sentences",
-           "token_scores", "translate_carried"]
+__all__ = ["LOW_SCORE", "LOW_TOKEN", "Carried", "Carry", "Confidence", "FlagCounts",
+           "NumberGroup", "Prepared", "assess", "count_flags", "english_ordinal", "has_word",
+           "sentence_scores", "split_sentences", "token_scores", "translate_carried"]
 
 _INT = re.compile(r"\d+")
 _DECIMAL = re.compile(r"\d+[.,]\d+")
@@ -613,3 +613,66 @@ def assess(translator: Translator, carried: Sequence[Carried], low_score: float 
             reasons.append(f"{out_words} words for {src_words} in the source")
         out.append(Confidence(score, tuple(reasons)))
     return out
+
+
+@dataclass(frozen=True)
+class FlagCounts:
+    """How the warnings of :func:`assess` fall on translations whose reference is known."""
+
+    pairs: int
+    wrong: int  # translations that are not the reference word for word
+    wrong_flagged: int
+    right_flagged: int
+
+    @property
+    def right(self) -> int:
+        return self.pairs - self.wrong
+
+    @property
+    def flagged(self) -> int:
+        return self.wrong_flagged + self.right_flagged
+
+    @property
+    def caught(self) -> float:
+        """The share of wrong translations that carry a warning (nan without a wrong one)."""
+        return self.wrong_flagged / self.wrong if self.wrong else float("nan")
+
+    @property
+    def spared(self) -> float:
+        """The share of right translations without a warning (nan without a right one)."""
+        return 1 - self.right_flagged / self.right if self.right else float("nan")
+
+    @property
+    def lift(self) -> float:
+        """How much likelier a flagged translation is to be wrong than an unflagged one: the
+        share of wrong ones among the flagged minus that among the others (nan if either
+        group is empty)."""
+        if not self.flagged or self.flagged == self.pairs:
+            return float("nan")
+        unflagged_wrong = self.wrong - self.wrong_flagged
+        return (self.wrong_flagged / self.flagged
+                - unflagged_wrong / (self.pairs - self.flagged))
+
+    def __add__(self, other: FlagCounts) -> FlagCounts:
+        return FlagCounts(self.pairs + other.pairs, self.wrong + other.wrong,
+                          self.wrong_flagged + other.wrong_flagged,
+                          self.right_flagged + other.right_flagged)
+
+
+def count_flags(translator: Translator, pairs: Sequence[tuple[str, str]],
+                beam: int | None = None) -> FlagCounts:
+    """Translate the sources of ``pairs`` as ``labformer translate --scores`` does (carried
+    over, then assessed) and count the warnings on wrong and on right translations. A
+    translation is right when it is the reference word for word, the reference read as the
+    model reads its targets (``evaluate``'s exact match)."""
+    if not pairs:
+        raise ValueError("count_flags needs at least one (source, reference) pair")
+    carried = translate_carried(translator, [src for src, _ in pairs], beam=beam)
+    verdicts = assess(translator, carried)
+    wrong_flagged = right_flagged = wrong = 0
+    for c, v, (_, ref) in zip(carried, verdicts, pairs, strict=True):
+        right = c.text.split() == translator.tgt_text.normalize(ref).split()
+        wrong += not right
+        wrong_flagged += v.flagged and not right
+        right_flagged += v.flagged and right
+    return FlagCounts(len(pairs), wrong, wrong_flagged, right_flagged)

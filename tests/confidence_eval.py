@@ -8,9 +8,10 @@ the defaults (a couple of CPU minutes; the checkpoint is reused when it exists, 
 the run wrote is printed). Two held-out sets: the 5 % of the everyday pairs that ``train``
 holds out, and ``labformer/data/fr-en-everyday-heldout.tsv``, everyday sentences written for
 this check and never trained on. A translation is right when it is the reference word for
-word (after the reference is read as the model reads text); a flag is the warning ``translate
---scores`` prints (labformer.carry.assess). Printed: the share of wrong translations flagged
-and of right ones left unflagged, on each set; the goal is 80 % for both.
+word (after the reference is read as the model reads text); a flag is the warning
+``translate --scores`` prints (labformer.carry.assess; labformer.carry.count_flags counts).
+Printed: the share of wrong translations flagged and of right ones left unflagged, on each
+set; the goal is 80 % for both.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def train(checkpoint: Path) -> None:
 
 def measure(checkpoint: Path) -> dict[str, dict[str, float]]:
     """Per set: wrong, right, flagged wrong, unflagged right, and the two shares."""
-    from labformer.carry import assess, translate_carried
+    from labformer.carry import count_flags
     from labformer.cli import _split_pairs
     from labformer.data import read_pairs
     from labformer.train import load_checkpoint
@@ -73,18 +74,12 @@ def measure(checkpoint: Path) -> dict[str, dict[str, float]]:
     assert not trained & {s for s, _ in fresh}, "a fresh sentence is a training sentence"
     results = {}
     for name, pairs in (("everyday held-out split", valid), ("fresh held-out set", fresh)):
-        carried = translate_carried(translator, [s for s, _ in pairs])
-        verdicts = assess(translator, carried)
-        right = [c.text.split() == translator.tgt_text.normalize(t).split()
-                 for c, (_, t) in zip(carried, pairs, strict=True)]
-        n_wrong = sum(not r for r in right)
-        n_right = sum(right)
-        caught = sum(v.flagged for v, r in zip(verdicts, right, strict=True) if not r)
-        passed = sum(not v.flagged for v, r in zip(verdicts, right, strict=True) if r)
-        results[name] = {"pairs": len(pairs), "wrong": n_wrong, "right": n_right,
-                         "wrong_flagged": caught, "right_unflagged": passed,
-                         "wrong_flagged_share": caught / n_wrong if n_wrong else 1.0,
-                         "right_unflagged_share": passed / n_right if n_right else 1.0}
+        c = count_flags(translator, pairs)
+        results[name] = {"pairs": c.pairs, "wrong": c.wrong, "right": c.right,
+                         "wrong_flagged": c.wrong_flagged,
+                         "right_unflagged": c.right - c.right_flagged,
+                         "wrong_flagged_share": c.caught if c.wrong else 1.0,
+                         "right_unflagged_share": c.spared if c.right else 1.0}
     return results
 
 

@@ -137,6 +137,14 @@ MUTANTS: list[Mutant] = [
            "decoding.py",
            "token = log_p.argmax(dim=-1)  # (B,)",
            "token = log_p.argmin(dim=-1)  # (B,)"),
+    Mutant("flags-unsure-and", "a translation is flagged as unsure only when both its least "
+           "and its mean token probability are low", "12_own_pairs", "carry.py",
+           "if score < low_score or least < low_token:",
+           "if score < low_score and least < low_token:"),
+    Mutant("flags-lost", "a source word that could not be carried over does not flag the "
+           "translation", "12_own_pairs", "carry.py",
+           "        if c.lost:\n            reasons.append(",
+           "        if c.lost and not c.text:\n            reasons.append("),
 ]
 
 # Real bugs that no chapter catches yet: run only when named (python tests/mutants.py NAME).

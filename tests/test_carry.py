@@ -3,9 +3,19 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
-from labformer.carry import Carried, Carry, NumberGroup, translate_carried
+from labformer.carry import (
+    Carried,
+    Carry,
+    Confidence,
+    FlagCounts,
+    NumberGroup,
+    count_flags,
+    translate_carried,
+)
 from labformer.data import TextCodec, Vocab
 from labformer.translate import Translation
 
@@ -217,3 +227,31 @@ def test_english_ordinals():
 
     assert [english_ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 22, 101, 111)] == [
         "1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st", "111th"]
+
+
+def test_flags_are_counted_on_wrong_and_right_translations(monkeypatch, carry):
+    """count_flags: a translation is right when it is the reference word for word; the shares
+    and the lift come from the four counts."""
+    import labformer.carry as carry_module
+
+    outputs = ["The cat sleeps .", "A dog .", "The man eats .", "Nothing ."]
+    flags = [False, True, True, False]  # right unflagged, wrong flagged, right flagged, wrong
+    monkeypatch.setattr(carry_module, "translate_carried", lambda t, sources, beam=None: [
+        Carried(s, o) for s, o in zip(sources, outputs, strict=True)])
+    monkeypatch.setattr(carry_module, "assess", lambda t, carried: [
+        Confidence(-0.1, ("unsure",) if f else ()) for f in flags])
+
+    class Model:
+        tgt_text = carry.tgt_text
+
+    pairs = [("a", "The cat sleeps ."), ("b", "The dog ."), ("c", "The man eats ."),
+             ("d", "The woman .")]
+    counts = count_flags(Model(), pairs)  # type: ignore[arg-type]
+    assert counts == FlagCounts(pairs=4, wrong=2, wrong_flagged=1, right_flagged=1)
+    assert (counts.caught, counts.spared, counts.flagged, counts.right) == (0.5, 0.5, 2, 2)
+    assert counts.lift == pytest.approx(0.5 - 0.5)
+    both = counts + FlagCounts(pairs=2, wrong=2, wrong_flagged=2, right_flagged=0)
+    assert both == FlagCounts(6, 4, 3, 1) and both.lift == pytest.approx(3 / 4 - 1 / 2)
+    assert math.isnan(FlagCounts(3, 0, 0, 0).caught) and math.isnan(FlagCounts(3, 3, 3, 0).lift)
+    with pytest.raises(ValueError, match="at least one"):
+        count_flags(Model(), [])  # type: ignore[arg-type]

@@ -1,6 +1,7 @@
 """setup_notebook makes a chapter reproducible: seeds, threads, printing."""
 
 import base64
+import math
 import random
 
 import numpy as np
@@ -8,7 +9,7 @@ import pytest
 import torch
 
 from labformer import setup_notebook
-from labformer.notebook import SEED_ENV
+from labformer.notebook import SEED_ENV, predictive_interval, t_quantile
 
 
 @pytest.fixture
@@ -173,3 +174,30 @@ def test_evidence_refuses_empty_claims_and_ambiguous_truth():
         Evidence().check("  ", True)
     with pytest.raises(RuntimeError, match="ambiguous"):
         Evidence().check("all positive", torch.tensor([1.0, 2.0]) > 0)
+
+
+@pytest.mark.parametrize(("p", "df", "expected"), [
+    (0.975, 19, 2.093024054), (0.975, 5, 2.570581836), (0.995, 1, 63.65674116),
+    (0.95, 2, 2.919985580), (0.025, 19, -2.093024054), (0.975, 1e6, 1.959966)])
+def test_t_quantile_matches_tables(p, df, expected):
+    assert t_quantile(p, df) == pytest.approx(expected, abs=2e-6)
+
+
+def test_t_quantile_far_tail_by_integration():
+    """The quantile used for bounds (1 - 5e-6): the density integrated beyond it is 5e-6."""
+    df, t = 19, t_quantile(1 - 5e-6, 19)
+    x = np.linspace(t, 400, 2_000_001)
+    c = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)
+    assert np.trapezoid(c * (1 + x * x / df) ** (-(df + 1) / 2), x) == pytest.approx(5e-6,
+                                                                                    rel=1e-4)
+
+
+def test_predictive_interval_and_bad_input():
+    lo, hi = predictive_interval([1, 2, 3, 4, 5], alpha=0.05)
+    half = 2.776445105 * math.sqrt(2.5) * math.sqrt(1.2)  # t(0.975, 4) s sqrt(1 + 1/n)
+    assert (lo, hi) == pytest.approx((3 - half, 3 + half))
+    for bad in ([1, 2], [1, 2, float("nan")]):
+        with pytest.raises(ValueError, match="at least 3 finite"):
+            predictive_interval(bad)
+    with pytest.raises(ValueError, match="0 < p < 1"):
+        t_quantile(1.0, 3)
