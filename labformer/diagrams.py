@@ -1390,7 +1390,12 @@ def ablation_map(variants: Sequence[tuple[Label, dict[str, Any]]]) -> Diagram:
                 raise ValueError(f"no part of the map for the field {field_name!r}; known: "
                                  f"{sorted(part_of)}")
             tags[part_of[field_name]].append((f"{field_name}={value!r}", name))
-    bw, bh, line, x_tag = 184.0, 26.0, 20.0, 216.0
+    bw, bh, line, x_tag = 184.0, 26.0, 20.0, 224.0
+    x_name = x_tag + max((_width(c, 13) for t in tags.values() for c, _ in t), default=0) + 14
+    for t in tags.values():
+        for change, name in t:
+            if x_name + max(_width(name.text(lang), 13) for lang in ("en", "zh")) > MAX_WIDTH:
+                raise ValueError(f"the change {change!r} of {name.en!r} is too wide")
     heights = {p: max(bh, len(t) * line + 6) for p, t in tags.items()}
     height = 40 + sum(h + 8 for h in heights.values()) + 30
     changed = [p for p, t in tags.items() if t]
@@ -1419,13 +1424,9 @@ def ablation_map(variants: Sequence[tuple[Label, dict[str, Any]]]) -> Diagram:
         for n, (change, name) in enumerate(tags[part]):
             ty = y + (h - len(tags[part]) * line) / 2 + n * line + 15
             d.text(x_tag, ty, change, anchor="start", kind=f"change-{part}", size=13)
-            d.text(x_tag + _width(change, 13) + 10, ty, name, anchor="start", kind="variant",
-                   size=13, colour=MUTED)
-            for lang in ("en", "zh"):
-                if x_tag + _width(change, 13) + 10 + _width(name.text(lang), 13) > MAX_WIDTH:
-                    raise ValueError(f"the change {change!r} of {name.en!r} is too wide")
-            d.arrow(x_tag - 6, ty - 5, bw + 10, y + h / 2, colour=ROLE_COLOURS["key"],
-                    dashed=True)
+            d.text(x_name, ty, name, anchor="start", kind="variant", size=13, colour=MUTED)
+        if tags[part]:
+            d.arrow(x_tag - 6, y + h / 2, bw + 8, y + h / 2)
         y += h + 8
     return d
 
