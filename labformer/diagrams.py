@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 __all__ = [
+    "ABLATION_PARTS",
     "DEEP",
     "MAX_WIDTH",
     "MIN_FONT",
@@ -34,8 +35,11 @@ __all__ = [
     "Diagram",
     "Label",
     "Picture",
+    "ablation_map",
     "attention_walk",
+    "beam_step",
     "bottleneck",
+    "carry_numbers",
     "clock_hands",
     "decoding_modes",
     "has_chinese",
@@ -54,7 +58,9 @@ __all__ = [
     "read_values",
     "residual_blocks",
     "residual_order",
+    "scaling_softmax",
     "encoder_decoder_stack",
+    "translation_pipeline",
     "vector_width",
     "shape_text",
 ]
@@ -145,6 +151,13 @@ class Diagram:
                                     "fill": colour, "opacity": 0.14, "dashed": dashed}))
         if _label(label).en:
             self.text(x + w / 2, y + h / 2 + size * 0.35, label, size=size, kind=kind)
+
+    def bar(self, x: float, y: float, w: float, h: float, *, role: str) -> None:
+        """A filled bar in ``role``'s colour, its top-left corner at (x, y)."""
+        colour = ROLE_COLOURS[role]
+        self.items.append(("rect", {"x": x, "y": y, "w": w, "h": h, "stroke": colour,
+                                    "fill": colour, "opacity": 0.85, "dashed": False,
+                                    "rx": 1}))
 
     def vector(self, x: float, y: float, values: Sequence[float] | int, *, role: str,
                name: str, cell: float = 34, digits: int = 2, size: float = 13,
@@ -248,7 +261,7 @@ def _svg_item(kind: str, a: dict[str, object], lang: Lang) -> str:
     if kind == "rect":
         dash = ' stroke-dasharray="5 3"' if a["dashed"] else ""
         return (f'<rect x="{_f(a["x"])}" y="{_f(a["y"])}" width="{_f(a["w"])}" '
-                f'height="{_f(a["h"])}" rx="6" fill="{a["fill"]}" '
+                f'height="{_f(a["h"])}" rx="{a.get("rx", 6)}" fill="{a["fill"]}" '
                 f'fill-opacity="{a["opacity"]}" stroke="{a["stroke"]}" '
                 f'stroke-width="1.6"{dash}/>')
     if kind == "cells":
@@ -1142,6 +1155,362 @@ def intro_map() -> Diagram:
               "memory": shape_text(memory.shape), "logits": shape_text(logits.shape)}
     return model_map(calls["encoder"][:2], calls["decoder"][:3], shapes,
                      len(model.encoder.layers))
+
+
+def _softmax(values: Sequence[float]) -> list[float]:
+    top = max(values)
+    e = [math.exp(v - top) for v in values]
+    return [v / sum(e) for v in e]
+
+
+def scaling_softmax(rows: Sequence[tuple[int, Sequence[float]]]) -> Diagram:
+    """One query's raw scores q·k_j against a few keys, at each d_k of ``rows`` (pairs of d_k
+    and the scores, 1 to 3 of them), left as they are and divided by sqrt(d_k), each with the
+    softmax it gives (computed here) as cells and as bars. Vectors ``raw{d_k}``,
+    ``scaled{d_k}``, ``w_raw{d_k}``, ``w_scaled{d_k}``; panel titles, texts of class
+    ``title``."""
+    panels = [(int(dk), [float(s) for s in scores]) for dk, scores in rows]
+    if not 1 <= len(panels) <= 3:
+        raise ValueError(f"the picture draws 1 to 3 values of d_k, got {len(panels)}")
+    T = len(panels[0][1])
+    if not 2 <= T <= 5 or any(len(s) != T for _, s in panels):
+        raise ValueError(f"each d_k needs the same 2 to 5 scores, got "
+                         f"{[len(s) for _, s in panels]}")
+    if any(dk < 1 for dk, _ in panels):
+        raise ValueError(f"d_k must be positive, got {[dk for dk, _ in panels]}")
+    cell, left, bar_h, pitch = 48.0, 96.0, 40.0, 150.0
+    xs = (left, left + T * cell + 36)
+    if xs[1] + T * cell > MAX_WIDTH:  # pragma: no cover - T <= 5 fits
+        raise ValueError("the scores do not fit the width")
+    dks = ", ".join(str(dk) for dk, _ in panels)
+    d = Diagram(MAX_WIDTH, 40 + len(panels) * pitch, Label(
+        f"The scores of one query against {T} random keys at d_k = {dks}, left: as they are, "
+        "right: divided by the square root of d_k, each with the softmax weights they give, "
+        "as numbers and as bars. Unscaled, the scores spread further as d_k grows and the "
+        "softmax sharpens towards a single key; divided by the square root of d_k they keep "
+        "the same spread at every d_k.",
+        f"一个查询对 {T} 个随机键的得分，d_k = {dks}。左边是原始得分，右边是除以 d_k 的平方根"
+        "之后的得分，下面是各自经 softmax 得到的权重，既写成数字，也画成柱子。不缩放时，d_k "
+        "越大，得分散得越开，softmax 越接近只挑一个键；除以 d_k 的平方根之后，得分在每个 d_k "
+        "下都散得差不多。"))
+    d.text(xs[0] + T * cell / 2, 18, Label("unscaled: q·k", "不缩放：q·k"), kind="step",
+           bold=True)
+    d.text(xs[1] + T * cell / 2, 18, Label("scaled: q·k / √d_k", "缩放：q·k / √d_k"),
+           kind="step", bold=True)
+    for p, (dk, raw) in enumerate(panels):
+        y0 = 30 + p * pitch
+        root = math.sqrt(dk)
+        scaled = [s / root for s in raw]
+        d.text(4, y0 + 16, f"d_k = {dk}", anchor="start", kind="title", bold=True)
+        d.text(xs[1], y0 + 16, Label(f"÷ √d_k = {root:g}", f"除以 √d_k = {root:g}"),
+               anchor="start", kind="label", colour=MUTED)
+        y = y0 + 24
+        d.text(4, y + 17, Label("scores", "得分"), anchor="start", kind="label")
+        y_w = y + 34 + bar_h + 6
+        d.text(4, y_w + 17, Label("softmax", "softmax"), anchor="start", kind="label")
+        for x, values, name in ((xs[0], raw, "raw"), (xs[1], scaled, "scaled")):
+            d.vector(x, y, values, role="logit", name=f"{name}{dk}", cell=cell, digits=1,
+                     fixed=True)
+            weights = _softmax(values)
+            for j, w in enumerate(weights):
+                h = max(bar_h * w, 1.0)
+                d.bar(x + j * cell + 10, y_w - 4 - h, cell - 20, h, role="weight")
+            d.vector(x, y_w, weights, role="weight",
+                     name=f"w_{name}{dk}", cell=cell, digits=2, fixed=True)
+    return d
+
+
+def translation_pipeline(sentence: str, src_tokens: Sequence[str], src_ids: Sequence[int],
+                         memory_shape: Sequence[int], out_ids: Sequence[int],
+                         out_tokens: Sequence[str], translation: str,
+                         search: Label | None = None) -> Diagram:
+    """One sentence through a trained translator, top to bottom: the text, its tokens, their
+    ids (EOS last), the encoder and the shape of its memory, the decoder's ``search``, the ids
+    it writes, their tokens and the detokenised text. ``search`` names the decoding (default:
+    greedy).
+
+    Vectors ``src_ids`` and ``out_ids`` hold the ids; the tokens over the cells of
+    ``src_tokens`` and ``out_tokens`` are texts of class ``src_token`` and ``tgt_token``; the
+    texts of class ``sentence`` and ``translation``, the two sentences; the memory's shape,
+    class ``shape``; the steps between the rows, class ``step``.
+    """
+    if len(src_tokens) != len(src_ids) or len(out_tokens) != len(out_ids):
+        raise ValueError(f"one id per token: {len(src_tokens)} source tokens for "
+                         f"{len(src_ids)} ids, {len(out_tokens)} output tokens for "
+                         f"{len(out_ids)} ids")
+    if not src_ids or not out_ids:
+        raise ValueError("the source and the output need at least one token each")
+    search = search or Label("greedy", "贪心解码")
+    left, pitch = 96.0, 50.0
+    texts = [*src_tokens, *out_tokens, *(str(int(i)) for i in [*src_ids, *out_ids])]
+    cell = max(34.0, max(_width(t, 13) for t in texts) + 12)
+    n = max(len(src_ids), len(out_ids))
+    if left + n * cell > MAX_WIDTH - 4 or left + _width(sentence, 14) > MAX_WIDTH - 4 \
+            or left + _width(translation, 14) > MAX_WIDTH - 4:
+        raise ValueError(f"{n} tokens of up to {cell:.0f} px do not fit the picture; "
+                         "take a shorter sentence")
+    d = Diagram(MAX_WIDTH, 20 + 8 * pitch, Label(
+        f"One sentence through the trained translator, top to bottom. The French sentence "
+        f"'{sentence}' is split into {len(src_tokens)} tokens (end of sentence included), each "
+        "looked up in the source vocabulary as an id; the encoder turns the ids into its memory "
+        f"of shape {shape_text(memory_shape)}; the decoder, by {search.en} search, writes "
+        f"{len(out_ids)} ids, one per step; looked up in the target vocabulary they are tokens, "
+        f"joined into '{translation}'.",
+        f"一个句子在训练好的翻译器中的旅程，从上往下读。法语句子“{sentence}”先被切成 "
+        f"{len(src_tokens)} 个词元（含句尾标记），每个词元在源词表中查到一个 id；编码器把这些 "
+        f"id 变成形状为 {shape_text(memory_shape)} 的记忆；解码器用{search.text('zh')}逐步写出 "
+        f"{len(out_ids)} 个 id，每步一个；在目标词表中查回词元，再拼成“{translation}”。"))
+    ys = [12 + k * pitch for k in range(8)]
+    names = [Label("French", "法语"), Label("tokens", "词元"), Label("ids", "id"),
+             Label("", ""), Label("", ""), Label("ids", "id"), Label("tokens", "词元"),
+             Label("English", "英语")]
+    for y, name in zip(ys, names, strict=True):
+        if name.en:
+            d.text(4, y + 17, name, anchor="start", kind="label", colour=MUTED)
+    d.text(left, ys[0] + 17, sentence, anchor="start", kind="sentence", bold=True)
+
+    def tokens(y: float, words: Sequence[str], name: str, kind: str, role: str) -> None:
+        d.vector(left, y, len(words), role=role, name=name, cell=cell)
+        for j, w in enumerate(words):
+            d.text(left + (j + 0.5) * cell, y + 17, w, kind=kind, size=13, colour="#ffffff")
+
+    tokens(ys[1], src_tokens, "src_tokens", "src_token", "embedding")
+    d.vector(left, ys[2], [float(i) for i in src_ids], role="embedding", name="src_ids",
+             cell=cell, digits=0, fixed=True)
+    d.box(left, ys[3] - 2, 220, 28, Label("encoder", "编码器"), role="embedding", size=13,
+          kind="part")
+    d.box(left, ys[4] - 2, 220, 28, Label(f"decoder, {search.en}", f"解码器，{search.text('zh')}"),
+          role="output", size=13, kind="part")
+    d.vector(left, ys[5], [float(i) for i in out_ids], role="output", name="out_ids",
+             cell=cell, digits=0, fixed=True)
+    tokens(ys[6], out_tokens, "out_tokens", "tgt_token", "output")
+    d.text(left, ys[7] + 17, translation, anchor="start", kind="translation", bold=True)
+    steps = [Label("tokenize", "分词"), Label("look up in the source vocabulary", "查源词表"),
+             Label(f"{shape_text((1, len(src_ids)))}", f"{shape_text((1, len(src_ids)))}"),
+             Label(f"memory {shape_text(memory_shape)}", f"记忆 {shape_text(memory_shape)}"),
+             Label("one id per step", "每步一个 id"),
+             Label("look up in the target vocabulary", "查目标词表"),
+             Label("detokenize", "去分词")]
+    for k, step in enumerate(steps):
+        kind = "shape" if k in (2, 3) else "step"
+        d.arrow(left + 14, ys[k] + 27, left + 14, ys[k + 1] - 3, step, kind=kind)
+    return d
+
+
+def _is_number(token: str) -> bool:
+    return any(c.isdigit() for c in token)
+
+
+def carry_numbers(source: Sequence[str], prepared: Sequence[str], raw: Sequence[str],
+                  carried: Sequence[str]) -> Diagram:
+    """A number the model never read, carried around it (``labformer.carry``), as four rows
+    of tokens: the ``source``; what the model reads (``prepared``: each unknown number
+    replaced by the nearest one it knows); what it writes (``raw``); and the output with the
+    source's numbers put back (``carried``).
+
+    Each token is a one-cell vector ``{row}{j}`` (rows ``source``, ``prepared``, ``raw``,
+    ``carried``), its text of class ``{row}``; numbers of the source are drawn in the
+    ``weight`` colour, the stand-ins the model reads and writes in grey.
+    """
+    rows = {"source": list(source), "prepared": list(prepared), "raw": list(raw),
+            "carried": list(carried)}
+    if any(not r for r in rows.values()):
+        raise ValueError(f"each row needs a token, got {[len(r) for r in rows.values()]}")
+    own = {t for t in source if _is_number(t)}
+    left, pitch, gap = 118.0, 62.0, 6.0
+    widths = {name: [_width(t, 13) + 16 for t in r] for name, r in rows.items()}
+    widest = max(sum(w) + gap * (len(w) - 1) for w in widths.values())
+    if left + widest > MAX_WIDTH - 4:
+        raise ValueError(f"the sentences are {widest:.0f} px wide; take shorter ones")
+    src_nums = [t for t in source if _is_number(t)]
+    read_nums = [t for t in prepared if _is_number(t)]
+    swaps = ", ".join(f"{a} → {b}" for a, b in zip(src_nums, read_nums, strict=False)
+                      if a != b) or "-"
+    d = Diagram(MAX_WIDTH, 24 + 4 * pitch + 10, Label(
+        f"A number carried around the model, top to bottom. The source '{' '.join(source)}' "
+        f"holds a number the model never read; before translation it is replaced by the "
+        f"nearest number the model knows ({swaps}); the model translates that sentence; "
+        f"after translation the source's own number is put back: "
+        f"'{' '.join(carried)}'.",
+        f"把数字绕过模型带过去，从上往下读。源句“{' '.join(source)}”里有一个模型从没读过的"
+        f"数字；翻译前，它被换成模型认识的最接近的数字（{swaps}）；模型翻译换过数字的句子；"
+        f"翻译后，再把源句自己的数字放回去：“{' '.join(carried)}”。"))
+    labels = {"source": Label("source", "源句"), "prepared": Label("model reads", "模型读入"),
+              "raw": Label("model writes", "模型写出"), "carried": Label("output", "输出")}
+    steps = [Label(f"prepare: {swaps}, the nearest known number",
+                   f"准备：{swaps}，换成最接近的已知数字"),
+             Label("translate: the model", "翻译：模型本身"),
+             Label("restore: the source's numbers, in order", "还原：按顺序放回源句的数字")]
+    for r, (name, tokens) in enumerate(rows.items()):
+        y = 14 + r * pitch
+        d.text(4, y + 17, labels[name], anchor="start", kind="label", colour=MUTED)
+        x = left
+        side = "embedding" if r < 2 else "output"
+        for j, (t, w) in enumerate(zip(tokens, widths[name], strict=True)):
+            number = _is_number(t)
+            role = ("weight" if t in own else "neutral") if number else side
+            d.vector(x, y, 1, role=role, name=f"{name}{j}", cell=w)
+            d.text(x + w / 2, y + 17, t, kind=name, size=13, colour="#ffffff", bold=number)
+            x += w + gap
+        if r < 3:
+            d.arrow(left + 14, y + 28, left + 14, y + pitch - 4, steps[r], kind="step")
+    return d
+
+
+#: The parts of the model and its training an ablation can change, in the order drawn, and
+#: the fields (of ``TransformerConfig`` or ``TrainConfig``) that change each.
+ABLATION_PARTS: tuple[tuple[str, Label, tuple[str, ...]], ...] = (
+    ("embed", Label("token embedding", "词元嵌入"), ()),
+    ("positions", Label("+ positional encoding", "+ 位置编码"),
+     ("positional", "encoder_positions")),
+    ("heads", Label("multi-head attention", "多头注意力"), ("num_heads",)),
+    ("scale", Label("scores ÷ √d_k", "得分除以 √d_k"), ("scale_scores",)),
+    ("residual", Label("residual connections", "残差连接"), ("residual",)),
+    ("norm", Label("layer norm: Pre-LN", "前置层归一化（Pre-LN）"), ("norm_first",)),
+    ("ffn", Label("feed-forward network", "前馈网络"), ()),
+    ("generator", Label("linear + softmax", "线性层 + softmax"), ()),
+    ("smoothing", Label("label smoothing", "标签平滑"), ("label_smoothing",)),
+    ("warmup", Label("learning-rate warm-up", "学习率预热"), ("warmup",)),
+)
+#: The parts of :data:`ABLATION_PARTS` set by the training recipe, not the model.
+TRAINING_PARTS = ("smoothing", "warmup")
+
+
+def ablation_map(variants: Sequence[tuple[Label, dict[str, Any]]]) -> Diagram:
+    """The parts of the model and its training (:data:`ABLATION_PARTS`) with, beside each, the
+    variants that change it: a variant is its name and its changes (a config field and the
+    value it takes). A part some variant changes is drawn dashed. Each change is a text of
+    class ``change-{part}``, ``field=value``, followed by its variant's name (class
+    ``variant``)."""
+    part_of = {f: part for part, _, fields in ABLATION_PARTS for f in fields}
+    tags: dict[str, list[tuple[str, Label]]] = {part: [] for part, _, _ in ABLATION_PARTS}
+    for name, changes in variants:
+        for field_name, value in changes.items():
+            if field_name not in part_of:
+                raise ValueError(f"no part of the map for the field {field_name!r}; known: "
+                                 f"{sorted(part_of)}")
+            tags[part_of[field_name]].append((f"{field_name}={value!r}", name))
+    bw, bh, line, x_tag = 184.0, 26.0, 20.0, 224.0
+    x_name = x_tag + max((_width(c, 13) for t in tags.values() for c, _ in t), default=0) + 14
+    for t in tags.values():
+        for change, name in t:
+            if x_name + max(_width(name.text(lang), 13) for lang in ("en", "zh")) > MAX_WIDTH:
+                raise ValueError(f"the change {change!r} of {name.en!r} is too wide")
+    heights = {p: max(bh, len(t) * line + 6) for p, t in tags.items()}
+    height = 40 + sum(h + 8 for h in heights.values()) + 30
+    changed = [p for p, t in tags.items() if t]
+    d = Diagram(MAX_WIDTH, height, Label(
+        f"The parts of the translator and its training, top to bottom, with the {len(variants)} "
+        f"ablations of the chapter beside the part each one changes; the {len(changed)} parts "
+        "that some ablation switches off or changes are dashed, and each change is written as "
+        "the setting it makes.",
+        f"翻译器及其训练的各个部分，从上往下排列；本章的 {len(variants)} 个消融实验写在各自改动的"
+        f"部分旁边。被某个消融实验关掉或改动的 {len(changed)} 个部分画成虚线，每处改动都写成它"
+        "所设置的参数。"))
+    d.text(4, 18, Label("part", "部分"), anchor="start", kind="title", bold=True)
+    d.text(x_tag, 18, Label("ablation: the one change", "消融实验：唯一的改动"), anchor="start",
+           kind="title", bold=True)
+    y = 32.0
+    for part, label, _ in ABLATION_PARTS:
+        if part == TRAINING_PARTS[0]:
+            y += 14
+            d.text(4, y, Label("training", "训练"), anchor="start", kind="title", bold=True,
+                   size=13)
+            y += 8
+        h = heights[part]
+        role = "neutral" if part in TRAINING_PARTS else "embedding"
+        d.box(4, y + (h - bh) / 2, bw, bh, label, role=role, size=13, kind="part",
+              dashed=bool(tags[part]))
+        for n, (change, name) in enumerate(tags[part]):
+            ty = y + (h - len(tags[part]) * line) / 2 + n * line + 15
+            d.text(x_tag, ty, change, anchor="start", kind=f"change-{part}", size=13)
+            d.text(x_name, ty, name, anchor="start", kind="variant", size=13, colour=MUTED)
+        if tags[part]:
+            d.arrow(x_tag - 6, y + h / 2, bw + 8, y + h / 2)
+        y += h + 8
+    return d
+
+
+def beam_step(prefixes: Sequence[tuple[Sequence[str], float]],
+              candidates: Sequence[tuple[int, str, float]], beam_size: int,
+              eos: str) -> Diagram:
+    """One step of beam search: the live ``prefixes`` (words, probability), every candidate
+    extension (index of its prefix, the token added, the probability of the longer prefix) and
+    what becomes of each, decided here by beam search's rule: rank all candidates; an ``eos``
+    candidate among the best ``beam_size`` is finished and set aside; the best ``beam_size`` of
+    the others are kept; the rest are dropped.
+
+    Each candidate's words are a text of class ``kept``, ``finished`` or ``dropped``, its
+    probability a text of class ``prob``, drawn grouped by prefix and best first within one;
+    the live prefixes are texts of class ``prefix``.
+    """
+    if beam_size < 1 or not 1 <= len(prefixes) <= beam_size:
+        raise ValueError(f"a beam of {beam_size} holds 1 to {beam_size} prefixes, got "
+                         f"{len(prefixes)}")
+    if not 1 <= len(candidates) <= 8:
+        raise ValueError(f"the picture draws 1 to 8 candidates, got {len(candidates)}")
+    if any(not 0 <= parent < len(prefixes) for parent, _, _ in candidates):
+        raise ValueError("each candidate's parent must be one of the prefixes")
+    ranked = sorted(range(len(candidates)), key=lambda c: -candidates[c][2])
+    kth = candidates[ranked[min(beam_size, len(ranked)) - 1]][2]
+    outcome: dict[int, str] = {}
+    for c in ranked:
+        if candidates[c][1] == eos:
+            outcome[c] = "finished" if candidates[c][2] >= kth else "dropped"
+    live = [c for c in ranked if c not in outcome]
+    for n, c in enumerate(live):
+        outcome[c] = "kept" if n < beam_size else "dropped"
+    order = sorted(range(len(candidates)), key=lambda c: (candidates[c][0], -candidates[c][2]))
+    words = [" ".join([*prefixes[p][0], t]) for p, t, _ in candidates]
+    pw, cw, rowh = 150.0, 220.0, 34.0
+    xc, xo = pw + 70, pw + 70 + cw + 24
+    if xo + 150 > MAX_WIDTH or max(_width(w, 13) for w in words) + 70 > cw or max(
+            _width(" ".join(p), 13) for p, _ in prefixes) + 70 > pw:
+        raise ValueError("the candidates' words are too long for the picture")
+    height = 40 + len(candidates) * rowh + 8
+    kept = [words[c] for c in ranked if outcome[c] == "kept"]
+    d = Diagram(MAX_WIDTH, height, Label(
+        f"One step of beam search with a beam of {beam_size}. Left, the {len(prefixes)} "
+        f"prefixes kept so far; middle, each extended by every token the model gives a "
+        f"non-zero probability, {len(candidates)} candidates with the probability of the "
+        f"longer prefix; right, what beam search does with each: the best {beam_size} are "
+        f"kept ({'; '.join(kept)}), an end of sentence ranked among the best "
+        f"{beam_size} is set aside as a finished output, the rest are dropped.",
+        f"束宽为 {beam_size} 的束搜索中的一步。左边是目前保留的 {len(prefixes)} 个前缀；中间是"
+        f"每个前缀接上模型给出非零概率的每个词元后得到的 {len(candidates)} 个候选，标着更长前缀"
+        f"的概率；右边是束搜索对每个候选的处理：最好的 {beam_size} 个保留下来"
+        f"（{'；'.join(kept)}），排进前 {beam_size} 名的句尾标记作为已完成的输出放到一边，"
+        "其余的丢掉。"))
+    d.text(4, 18, Label("beam so far", "当前的束"), anchor="start", kind="title", bold=True)
+    d.text(xc, 18, Label("candidates", "候选"), anchor="start", kind="title", bold=True)
+    d.text(xo, 18, Label("kept or not", "去留"), anchor="start", kind="title", bold=True)
+    rows_of: dict[int, list[int]] = {}
+    for r, c in enumerate(order):
+        rows_of.setdefault(candidates[c][0], []).append(r)
+    for p, (prefix, prob) in enumerate(prefixes):
+        rows = rows_of.get(p, [])
+        mid = 30 + rowh * (sum(rows) / len(rows) + 0.5) if rows else 30 + rowh * (p + 0.5)
+        d.box(4, mid - 14, pw, 28, role="query")
+        d.text(12, mid + 5, " ".join(prefix), anchor="start", kind="prefix", size=13)
+        d.text(pw - 4, mid + 5, f"{prob:.4f}", anchor="end", kind="prefix_prob", size=13,
+               colour=MUTED)
+        for r in rows:
+            d.arrow(pw + 8, mid, xc - 4, 30 + rowh * (r + 0.5), colour=MUTED)
+    names = {"kept": Label("kept", "保留"), "finished": Label("finished: set aside",
+                                                             "已完成：放到一边"),
+             "dropped": Label("dropped", "丢掉")}
+    roles = {"kept": "query", "finished": "output", "dropped": "neutral"}
+    for r, c in enumerate(order):
+        y = 30 + rowh * r + 3
+        what = outcome[c]
+        d.box(xc, y, cw, rowh - 6, role=roles[what], dashed=what == "dropped")
+        d.text(xc + 8, y + 19, words[c], anchor="start", kind=what, size=13,
+               bold=what != "dropped")
+        d.text(xc + cw - 6, y + 19, f"{candidates[c][2]:.4f}", anchor="end", kind="prob",
+               size=13, colour=MUTED)
+        d.text(xo, y + 19, names[what], anchor="start", kind="outcome", size=13,
+               colour=INK if what != "dropped" else MUTED)
+    return d
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -55,6 +55,23 @@ def _all_pictures() -> dict[str, dg.Diagram]:
         "forcing": dg.decoding_modes(["BOS", "a", "b", "EOS"], [3], [1, 2, 3]),
         "word": dg.output_to_word([0.5] * 4, [1.0, 2.0, 0.5], ["x", "y", "z"],
                                   [0.05, 0.9, 0.05], 0.15),
+        "scaling": dg.scaling_softmax([(4, [1.2, -0.5, 2.0, 0.1, -1.0]),
+                                       (256, [12.0, -30.5, 25.0, 3.0, -8.0])]),
+        "beam": dg.beam_step([(["i", "am"], 0.36), (["a", "student"], 0.18)],
+                             [(0, "a", 0.288), (0, "student", 0.072), (1, "<eos>", 0.108),
+                              (1, "a", 0.0721)], 2, "<eos>"),
+        "pipeline": dg.translation_pipeline("je suis étudiant", ["je", "suis", "étudiant",
+                                                                 "<eos>"], [5, 9, 231, 2],
+                                            (1, 4, 64), [7, 8, 12, 90, 2],
+                                            ["i", "am", "a", "student", "<eos>"],
+                                            "i am a student"),
+        "carry": dg.carry_numbers(["Il", "a", "37", "ans", "."], ["Il", "a", "40", "ans", "."],
+                                  ["He", "is", "40", "."], ["He", "is", "37", "."]),
+        "ablations": dg.ablation_map([
+            (dg.Label("no positions", "无位置编码"), {"positional": "none"}),
+            (dg.Label("no scale", "不缩放"), {"scale_scores": False}),
+            (dg.Label("Post-LN, no warm-up", "后置层归一化，无预热"),
+             {"norm_first": False, "warmup": False})]),
     }
 
 
@@ -147,6 +164,70 @@ def test_output_to_word_takes_the_softmax_and_the_most_probable_word() -> None:
                                                          abs=0.006)
     assert dg.read_texts(pic, "word") == ["b"]
     assert dg.read_texts(pic, "vocab") == ["a", "b", "c", "d"]
+
+
+def test_scaling_softmax_draws_the_softmax_of_raw_and_scaled_scores() -> None:
+    g = torch.Generator().manual_seed(1)
+    rows = []
+    for dk in (4, 64):
+        q, k = torch.randn(1, dk, generator=g), torch.randn(5, dk, generator=g)
+        rows.append((dk, q, k, (q @ k.T)[0]))
+    pic = dg.scaling_softmax([(dk, s.tolist()) for dk, _, _, s in rows]).render()
+    for dk, q, k, s in rows:
+        _, w_raw = attention_with_weights(q, k, k, scale=1.0)
+        _, w_scaled = attention_with_weights(q, k, k)
+        assert dg.read_values(pic, f"raw{dk}") == pytest.approx(s.tolist(), abs=0.06)
+        assert dg.read_values(pic, f"scaled{dk}") == pytest.approx(
+            (s / math.sqrt(dk)).tolist(), abs=0.06)
+        assert dg.read_values(pic, f"w_raw{dk}") == pytest.approx(w_raw[0].tolist(), abs=0.006)
+        assert dg.read_values(pic, f"w_scaled{dk}") == pytest.approx(w_scaled[0].tolist(),
+                                                                     abs=0.006)
+    assert dg.read_texts(pic, "title") == ["d_k = 4", "d_k = 64"]
+    with pytest.raises(ValueError, match="same 2 to 5 scores"):
+        dg.scaling_softmax([(4, [1.0, 2.0]), (8, [1.0])])
+
+
+def test_beam_step_follows_the_rule_of_beam_search() -> None:
+    prefixes = [(["i", "am"], 0.36), (["a", "student"], 0.18)]
+    cands = [(0, "a", 0.288), (0, "student", 0.0719), (1, "<eos>", 0.108), (1, "a", 0.0721)]
+    pic = dg.beam_step(prefixes, cands, 2, "<eos>").render()
+    assert dg.read_texts(pic, "kept") == ["i am a", "a student a"]
+    assert dg.read_texts(pic, "finished") == ["a student <eos>"]
+    assert dg.read_texts(pic, "dropped") == ["i am student"]
+    # an EOS below the beam's worst kept candidate is dropped, not finished
+    low = dg.beam_step(prefixes, [(0, "a", 0.3), (1, "a", 0.2), (1, "<eos>", 0.01)], 2,
+                       "<eos>").render()
+    assert dg.read_texts(low, "finished") == [] and dg.read_texts(low, "dropped") == [
+        "a student <eos>"]
+    with pytest.raises(ValueError, match="parent"):
+        dg.beam_step(prefixes, [(2, "a", 0.1)], 2, "<eos>")
+
+
+def test_pipeline_and_carry_read_back_as_drawn() -> None:
+    pic = _all_pictures()["pipeline"].render()
+    assert dg.read_texts(pic, "src_token") == ["je", "suis", "étudiant", "<eos>"]
+    assert dg.read_values(pic, "src_ids") == [5, 9, 231, 2]
+    assert dg.read_values(pic, "out_ids") == [7, 8, 12, 90, 2]
+    assert dg.read_texts(pic, "translation") == ["i am a student"]
+    assert "memory (1, 4, 64)" in dg.read_texts(pic, "shape")
+    with pytest.raises(ValueError, match="one id per token"):
+        dg.translation_pipeline("a", ["a"], [4, 2], (1, 2, 8), [2], ["<eos>"], "")
+    carry = _all_pictures()["carry"].render()
+    assert dg.read_texts(carry, "prepared") == ["Il", "a", "40", "ans", "."]
+    assert dg.read_texts(carry, "carried") == ["He", "is", "37", "."]
+    assert "37 → 40" in dg.read_texts(carry, "step")[0]
+    assert dg.has_chinese(_all_pictures()["carry"].render("zh"))
+
+
+def test_ablation_map_puts_each_change_beside_its_part() -> None:
+    pic = _all_pictures()["ablations"].render()
+    assert dg.read_texts(pic, "change-positions") == ["positional='none'"]
+    assert dg.read_texts(pic, "change-norm") == ["norm_first=False"]
+    assert dg.read_texts(pic, "change-warmup") == ["warmup=False"]
+    assert dg.read_texts(pic, "change-heads") == []
+    assert len(dg.read_texts(pic, "part")) == len(dg.ABLATION_PARTS)
+    with pytest.raises(ValueError, match="no part of the map for the field 'd_ff'"):
+        dg.ablation_map([(dg.Label("wide"), {"d_ff": 256})])
 
 
 def test_the_intro_map_in_the_book_is_the_one_the_model_draws() -> None:

@@ -24,12 +24,17 @@ from labformer.diagrams import MIN_FONT
 DIAGRAMS = {
     "book/01_seq2seq_attention.html": ["fig-ch1-bottleneck"],
     "book/02_self_attention.html": ["fig-ch2-qkv", "fig-ch2-walk", "fig-ch2-matrix"],
+    "book/03_scaling.html": ["fig-ch3-scaling"],
     "book/04_multi_head.html": ["fig-ch4-heads"],
     "book/05_positional_encoding.html": ["fig-ch5-clocks", "fig-ch5-rows"],
     "book/06_residual_norm.html": ["fig-ch6-blocks"],
     "book/07_transformer.html": ["fig-ch7-stack"],
     "book/08_decoder_masks.html": ["fig-ch8-masks", "fig-ch8-forcing"],
     "book/09_loss.html": ["fig-ch9-word"],
+    "book/10_beam_search.html": ["fig-ch10-beam-step"],
+    "book/11_translator.html": ["fig-ch11-pipeline"],
+    "book/12_own_pairs.html": ["fig-ch12-carry"],
+    "book/13_ablations.html": ["fig-ch13-ablations"],
 }
 ZH = "zh"
 CJK = re.compile(r"[\u4e00-\u9fff]")
