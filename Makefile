@@ -87,6 +87,9 @@ translations: venv
 	  -d book/locales -w 0 | grep -v "Not Changed" || true
 	@$(PY) book/_ext/translations.py || echo "make translations: translate the messages above" \
 	  "(python book/_ext/translations.py export|import PAGE), then run make book."
+	@if [ -d _build/html/book ]; then $(PY) book/_ext/claims.py extract; fi
+	@$(PY) book/_ext/claims.py check >/dev/null || { $(PY) book/_ext/claims.py check; echo \
+	  "make translations: translate the claims above (book/locales/zh_CN/claims/PAGE.json)"; }
 
 # Debian's Chromium drives the browser test (tests/test_book_html.py), with a CJK font so the
 # glossary's Chinese terms render in the screenshots. Installs what is missing (root or sudo).

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["SEED_ENV", "ClaimFailed", "Evidence", "evidence", "human_number",
+__all__ = ["SEED_ENV", "ClaimFailed", "Evidence", "decide", "evidence", "human_number",
            "predictive_interval", "resolve_seed", "setup_notebook", "t_quantile", "table"]
 
 #: Environment variable that overrides the seed a chapter asks for, so that the whole book can
@@ -302,3 +302,25 @@ def predictive_interval(values: Any, alpha: float = 1e-5) -> tuple[float, float]
         raise ValueError(f"a predictive interval needs at least 3 finite values, got {v!r}")
     half = t_quantile(1 - alpha / 2, len(v) - 1) * v.std(ddof=1) * math.sqrt(1 + 1 / len(v))
     return float(v.mean() - half), float(v.mean() + half)
+
+
+def decide(diffs: Any, delta: float, k: int = 1, family: float = 0.05) -> tuple[str, float, float]:
+    """The book's rule for an effect (checking.md), read from a sweep's paired differences.
+
+    Returns ``(verdict, mean, se)``, the verdict being ``"higher"`` or ``"lower"`` when the mean
+    differs from zero by Student's t (two-sided, at ``family / k``: one of ``k`` verdicts),
+    ``"within"`` when the two one-sided tests put it inside ``+-delta`` at ``family / k``
+    (equivalence: ``|mean| + t SE < delta``), and ``"open"`` when neither test decides."""
+    d = np.asarray(diffs, dtype=float)
+    if d.ndim != 1 or len(d) < 3 or not np.isfinite(d).all():
+        raise ValueError(f"a verdict needs at least 3 finite differences, got {d!r}")
+    if not delta > 0 or k < 1 or not 0 < family < 1:
+        raise ValueError(f"decide needs delta > 0, k >= 1, 0 < family < 1; got {delta}, {k}, "
+                         f"{family}")
+    mean, se = float(d.mean()), float(d.std(ddof=1) / math.sqrt(len(d)))
+    level = family / k
+    if abs(mean) > t_quantile(1 - level / 2, len(d) - 1) * se:
+        return ("higher" if mean > 0 else "lower"), mean, se
+    if abs(mean) + t_quantile(1 - level, len(d) - 1) * se < delta:
+        return "within", mean, se
+    return "open", mean, se

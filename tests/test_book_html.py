@@ -447,6 +447,16 @@ def test_code_fits_solutions_stay_closed_and_figures_stay_on_the_page(
                         elif not shots["tap"] and phone.locator("dialog.lf-zoom").count():
                             phone.screenshot(path=str(SCREENSHOTS / "mobile-figure-tap.png"))
                             shots["tap"] = True
+                            layer = phone.locator("dialog.lf-zoom")
+                            if not layer.locator("button.lf-zoom-close").count():
+                                problems.append(f"{rel}: the zoomed figure has no close button")
+                            if figure.first.evaluate("e => !!e.closest('figure')") and not (
+                                    layer.locator(".lf-zoom-caption").count()):
+                                problems.append(f"{rel}: the zoomed figure has no caption")
+                            phone.keyboard.press("Escape")
+                            phone.wait_for_timeout(200)
+                            if phone.locator("dialog.lf-zoom").count():
+                                problems.append(f"{rel}: Escape does not close the zoomed figure")
                 except Exception as exc:  # noqa: BLE001 (report which page, go on)
                     problems.append(f"{rel}: {type(exc).__name__}: {exc}")
         finally:

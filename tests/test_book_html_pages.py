@@ -94,8 +94,30 @@ def test_attention_explorers_work_offline(html_dir: Path, server: str) -> None:
     _report(problems, "with the attention explorers")
 
 
+#: The claims' text against the background it is drawn on: the lowest WCAG contrast ratio of
+#: every claim and measured value on the page, with the text of the worst.
+_EVIDENCE_CONTRAST_JS = """() => {
+  const rgb = s => (s.match(/[\\d.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => [r, g, b].map(v => { v /= 255;
+    return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); })
+    .reduce((a, v, i) => a + v * [0.2126, 0.7152, 0.0722][i], 0);
+  const background = el => { for (; el; el = el.parentElement) {
+      const c = rgb(getComputedStyle(el).backgroundColor);
+      if (c.length === 3 || (c.length === 4 && c[3] > 0.5)) return c.slice(0, 3); }
+    return [255, 255, 255]; };
+  let worst = {ratio: 99, text: ""};
+  for (const el of document.querySelectorAll('.lf-evidence .lf-claim, .lf-evidence .lf-measured')) {
+    const a = lum(rgb(getComputedStyle(el).color)), b = lum(background(el));
+    const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    if (ratio < worst.ratio) worst = {ratio, text: el.textContent.slice(0, 60)};
+  }
+  return worst;
+}"""
+
+
 def test_pages_fit_a_phone_and_read_in_dark_mode(html_dir: Path, server: str) -> None:
-    """At 400 px no page scrolls sideways; in dark mode figures sit unfiltered on white."""
+    """At 400 px no page scrolls sideways; in dark mode figures sit unfiltered on white and
+    every claim reads at 4.5:1 contrast or more."""
     pages = book_pages(html_dir)
     problems: list[str] = []
     where = ["(none)"]
@@ -128,6 +150,11 @@ def test_pages_fit_a_phone_and_read_in_dark_mode(html_dir: Path, server: str) ->
                     for text in night.evaluate(_DARK_FILTERS_JS):
                         problems.append(f"{rel}: in dark mode a figure is dimmed or on grey: "
                                         f"{text}")
+                    worst = night.evaluate(_EVIDENCE_CONTRAST_JS)
+                    if worst["ratio"] < 4.5:
+                        problems.append(f"{rel}: in dark mode a claim reads at "
+                                        f"{worst['ratio']:.1f}:1 contrast (under 4.5:1): "
+                                        f"{worst['text']!r}")
                     figure = night.locator(".bd-content div.cell_output img")
                     if figure.count():
                         figure.first.scroll_into_view_if_needed()

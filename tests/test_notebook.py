@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from labformer import setup_notebook
-from labformer.notebook import SEED_ENV, predictive_interval, t_quantile
+from labformer.notebook import SEED_ENV, decide, predictive_interval, t_quantile
 
 
 @pytest.fixture
@@ -201,3 +201,23 @@ def test_predictive_interval_and_bad_input():
             predictive_interval(bad)
     with pytest.raises(ValueError, match="0 < p < 1"):
         t_quantile(1.0, 3)
+
+
+def test_decide_follows_the_rule_at_its_edges():
+    # 20 differences with mean m and SE exactly 0.1: the two-sided t at 0.05 / 2 and 19 df
+    # is 2.4334, the one-sided one 2.0930 (tables)
+    base = np.array([1.0, -1.0] * 10)
+    scale = 0.1 * np.sqrt(20) / base.std(ddof=1)
+    for m, delta, k, want in ((0.25, 1.0, 2, "higher"), (-0.25, 1.0, 2, "lower"),
+                              (0.24, 1.0, 2, "within"), (0.24, 0.45, 2, "within"),
+                              (0.24, 0.44, 2, "open"), (0.23, 1.0, 1, "higher")):
+        verdict, mean, se = decide(m + scale * base, delta, k)
+        assert (verdict, round(mean, 9), round(se, 9)) == (want, m, 0.1), (m, delta, k)
+
+
+def test_decide_rejects_bad_input():
+    for bad in ([1.0, 2.0], [1.0, np.nan, 2.0], [[1.0, 2.0, 3.0]]):
+        with pytest.raises(ValueError, match="at least 3 finite"):
+            decide(bad, 1.0)
+    with pytest.raises(ValueError, match="delta > 0"):
+        decide([1.0, 2.0, 3.0], 0.0)

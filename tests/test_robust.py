@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -70,3 +71,39 @@ def test_claim_sweep_records_false_claims_and_spreads(tmp_path: Path,
     assert "[0] the seed is even: held in 1 of 3 runs" in out
     assert "number 1: mean 2, sd 1, min 1, max 3" in out
     assert "[1] always: held in 3 of 3 runs" in out
+
+
+# ------------------------------------------------------------------------ translator_sweep.py
+
+import translator_sweep  # noqa: E402
+
+
+def test_translator_sweep_stops_at_the_baseline_and_stores_runs(tmp_path: Path) -> None:
+    import nbformat
+
+    values = "\n".join(f"{name} = seed + {i} / 10" for i, name in
+                       enumerate(translator_sweep.QUANTITIES) if not name.startswith("test_"))
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "import os\nfrom labformer.notebook import evidence\n"
+            "seed = int(os.environ['LABFORMER_SEED'])\n" + values + "\n"
+            "test_scores = {'bleu': 90.0 + seed, 'exact': 80.0}\n"
+            "with evidence() as ev:\n"
+            "    assert ev.check('the seed is odd', seed % 2 == 1)\n"),
+        nbformat.v4.new_markdown_cell(translator_sweep.STOP + ", in the same CPU time"),
+        nbformat.v4.new_code_cell("raise RuntimeError('past the stop')")]
+    path, out = tmp_path / "chapter.ipynb", tmp_path / "sweep.json"
+    nbformat.write(nb, path)
+    assert translator_sweep.main(["--seeds", "1-3", "--notebook", str(path),
+                                  "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    runs = data["runs"]
+    assert [(r["seed"], r["kernel"]) for r in runs] == [(1, "default"), (2, "avx2"),
+                                                         (3, "default")]
+    assert [r["floor_gap"] for r in runs] == [1.0, 2.0, 3.0]
+    assert [r["held_gap"] for r in runs] == [1.1, 2.1, 3.1]
+    assert [r["test_bleu"] for r in runs] == [91.0, 92.0, 93.0]
+    assert [r["false_claims"] for r in runs] == [[], ["the seed is odd"], []]
+    assert set(data["quantities"]) == set(translator_sweep.QUANTITIES)
+    assert "--seeds 1-3" in data["command"] and data["code_version"]

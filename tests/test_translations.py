@@ -25,6 +25,12 @@ translations = importlib.util.module_from_spec(_SPEC)
 sys.modules["translations"] = translations
 _SPEC.loader.exec_module(translations)
 
+_SPEC = importlib.util.spec_from_file_location("claims", ROOT / "book" / "_ext" / "claims.py")
+assert _SPEC and _SPEC.loader
+claims = importlib.util.module_from_spec(_SPEC)
+sys.modules["claims"] = claims
+_SPEC.loader.exec_module(claims)
+
 CATALOGUES = translations.CATALOGUES
 PAGES = sorted(p.stem for p in CATALOGUES.glob("*.po"))
 
@@ -109,11 +115,79 @@ def test_checker_finds_each_kind_of_problem(tmp_path: Path) -> None:
         "'变压器'": [("The Transformer model is an encoder-decoder.",
                       "变压器是一种编码器-解码器。")],
         "markup changed": [("Its loss is {glue:text}`x:.2f` here.", "损失为 x。")],
+        "badge left in English": [("**Verdict.** {bdg-success}`holds` Always.",
+                                   "**结论。** {bdg-success}`holds` 总是成立。")],
     }
     for kind, pairs in cases.items():
         problems = translations.check_catalogue(
             _catalogue(tmp_path, pairs, fuzzy=kind == "fuzzy"), terms).problems
         assert any(kind in p for p in problems), (kind, problems)
+
+
+def test_checker_accepts_correct_terms_and_rejects_mistranslations(tmp_path: Path) -> None:
+    terms = translations.glossary_terms()
+    english = "The block adds its input back and normalises the sum."
+    for word in translations.ACCEPTED:  # correct Chinese: no problem
+        ok = _catalogue(tmp_path, [(english, f"这个块把输入加回来，再做归一化（{word}）。")])
+        assert translations.check_catalogue(ok, terms).problems == [], word
+    for wrong, right in (("变压器", "Transformer"), ("光束搜索", "束搜索"),
+                         ("层标准化", "层归一化"), ("剩余连接", "残差连接"),
+                         ("教师强迫", "教师强制"), ("令牌", "词元")):
+        bad = _catalogue(tmp_path, [(english, f"这个块把输入加回来，再做归一化（{wrong}）。")])
+        problems = translations.check_catalogue(bad, terms).problems
+        assert any(repr(wrong) in p and right in p for p in problems), (wrong, problems)
+
+
+def test_terminology_rule_follows_what_the_page_means(tmp_path: Path) -> None:
+    terms = translations.glossary_terms()
+    # "warm-up" of a benchmark, unmarked: its Chinese need not say 学习率预热
+    plain = [("Each benchmark does a warm-up run, then alternates the two sides.",
+              "每个基准测试先预热运行一次，然后交替运行双方。")]
+    assert translations.check_catalogue(_catalogue(tmp_path, plain), terms).problems == []
+    # marked as the glossary's term, it must
+    marked = [("Post-LN needs {term}`warm-up` at this rate.", "在这个学习率下，Post-LN 需要预热。")]
+    problems = translations.check_catalogue(_catalogue(tmp_path, marked), terms).problems
+    assert any("terminology" in p and "学习率预热" in p for p in problems), problems
+    # a term of several words counts wherever it stands
+    several = [("Beam search keeps a few outputs.", "定向搜索保留几个输出。")]
+    problems = translations.check_catalogue(_catalogue(tmp_path, several), terms).problems
+    assert any("terminology" in p and "束搜索" in p for p in problems), problems
+
+
+# ------------------------------------------------------------------------- the claims' catalogue
+
+@pytest.mark.parametrize("page", sorted(p.stem for p in claims.CATALOGUE.glob("*.json")))
+def test_claims_catalogue_is_complete_and_keeps_placeholders(page: str) -> None:
+    import json
+
+    entries = json.loads((claims.CATALOGUE / f"{page}.json").read_text(encoding="utf-8"))
+    assert entries, f"{page}: an empty claims catalogue"
+    assert claims.problems(entries) == []
+
+
+def test_claims_are_templated_and_filled_with_this_runs_numbers() -> None:
+    english, numbers = claims.template("head 2: max gap 6.0e-08 (bound 1e-6) in float32, -3.5 %")
+    assert english == "head {0}: max gap {1} (bound {2}) in float32, {3} %"
+    assert numbers == ["2", "6.0e-08", "1e-6", "-3.5"]
+    assert claims.fill("第 {0} 个头：{3} %，最大差距 {1}（界限 {2}）", numbers) == \
+        "第 2 个头：-3.5 %，最大差距 6.0e-08（界限 1e-6）"
+    table = {"the weights sum to {0}": "权重之和为 {0}", "max gap {0}": "最大差距 {0}"}
+    body = ('<li><span class="lf-claim">the weights sum to 1</span>'
+            '<span class="lf-measured">max gap 2.0e-07</span></li>'
+            '<li><span class="lf-claim">x &lt; y for 3 rows</span>'
+            '<span class="lf-measured">(28, 4)</span></li>')
+    missing: list[str] = []
+    out = claims.translate_body(body, table, missing)
+    assert '<span class="lf-claim" lang="zh-CN">权重之和为 1</span>' in out
+    assert '<span class="lf-measured" lang="zh-CN">最大差距 2.0e-07</span>' in out
+    assert '<span class="lf-claim">x &lt; y for 3 rows</span>' in out  # not in the table
+    assert '<span class="lf-measured" lang="zh-CN">(28, 4)</span>' in out  # no words
+    assert missing == ["x < y for {0} rows"]
+    wrong = [{"en": "a {0} b {1}", "zh": "甲 {0}"}, {"en": "a b", "zh": ""},
+             {"en": "ab cd {0}", "zh": "ab cd {0}"}]
+    found = claims.problems(wrong)
+    assert [p.split(":")[0] for p in found] == ["placeholders differ", "untranslated",
+                                                "no Chinese in the translation of 'ab cd {0}'"]
 
 
 def test_glossary_gives_the_terms_of_record() -> None:

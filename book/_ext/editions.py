@@ -15,6 +15,7 @@ because jupyter-book reads some of them relative to the configuration file.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,11 @@ TITLE = {"zh_CN": "labformer：注意力机制与 Transformer，逐段执行"}
 #: The table of contents' part captions (_toc.yml), which no catalogue holds.
 CAPTIONS = {"zh_CN": {"Attention": "注意力", "The Transformer": "Transformer",
                       "Appendix": "附录"}}
+#: Sphinx settings that hold words the reader sees (the toggle hints, the search box), in the
+#: edition's language (labformer_book.py translates hidden cells' prompts); the English edition
+#: keeps the defaults.
+UI = {"zh_CN": {"togglebutton_hint": "点击显示", "togglebutton_hint_hide": "点击隐藏"}}
+SEARCH_BAR = {"zh_CN": "搜索本书…"}
 #: One gettext catalogue per page, no source line numbers (they churn on every edit).
 GETTEXT = {"gettext_compact": False, "gettext_location": False, "gettext_uuid": False}
 
@@ -51,6 +57,14 @@ def edition_config(edition: str) -> dict[str, Any]:
         config["title"] = TITLE[language]
         sphinx["config"]["language"] = language
         sphinx["config"]["locale_dirs"] = [str(LOCALE_DIR)]
+        sphinx["config"].update(UI[language])
+        # sphinx.config replaces html_theme_options whole: start from what _config.yml's html
+        # section makes of them, as jupyter-book converts it
+        from jupyter_book.config import yaml_to_sphinx
+
+        theme = json.loads(json.dumps(yaml_to_sphinx(config)[0].get("html_theme_options", {})))
+        sphinx["config"]["html_theme_options"] = {**theme,
+                                                  "search_bar_text": SEARCH_BAR[language]}
     elif edition != "gettext":
         raise SystemExit(f"unknown edition {edition!r}: choose zh_CN, zh_CN-draft or gettext")
     return config

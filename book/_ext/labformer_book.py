@@ -104,6 +104,12 @@ EDITIONS = {"en": "", "zh_CN": "zh/"}
 SWITCH_LABEL = {"en": "中文", "zh_CN": "English"}
 
 
+#: On the switch: land on the section the reader is reading (both editions share section ids).
+KEEP_PLACE = ("var s = Array.from(document.querySelectorAll('section[id]')).filter("
+              "function (e) { return e.getBoundingClientRect().top < 120; }).pop(); "
+              "if (s) this.hash = s.id;")
+
+
 def language_switch_href(language: str, pagename: str) -> str:
     """The same page in the other edition, as a link relative to this page."""
     up = "../" * pagename.count("/")
@@ -122,7 +128,8 @@ def add_language_switch(app: Sphinx, pagename: str, templatename: str,
     href = language_switch_href(language, pagename)
     context["body"] = (
         f'<p class="lf-language-switch"><a href="{href}" hreflang="{other}" lang="{other}" '
-        f'rel="alternate">{SWITCH_LABEL[language]}</a></p>\n' + context["body"])
+        f'rel="alternate" onclick="{KEEP_PLACE}">{SWITCH_LABEL[language]}</a></p>\n'
+        + context["body"])
 
 
 #: The words of myst-nb's toggles over hidden cells, which no catalogue holds: per edition.
@@ -133,6 +140,7 @@ TOGGLE_WORDS = {
         "Show code cell content": "显示代码与输出", "Hide code cell content": "隐藏代码与输出",
         "Show solution": "显示答案", "Hide solution": "隐藏答案",
         "Toggle hidden content": "显示或隐藏",
+        "Show the imports": "显示导入的模块", "Hide the imports": "隐藏导入的模块",
     },
 }
 

@@ -1,13 +1,22 @@
-/* labformer book: a figure shown narrower than its own size (on a phone, say) opens at full
-   size in a scrolling layer when tapped or clicked; Escape, a tap or a click closes it. A tap
-   on a figure never navigates away from the page. */
+/* labformer book: a figure shown smaller than it can be drawn (on a phone, or in the column of a
+   wide screen) opens larger in a scrolling layer when tapped or clicked, with its caption and a
+   close button; Escape, the button, a tap or a click closes it. A tap on a figure never
+   navigates away from the page. */
 (function () {
   "use strict";
   var SELECTOR = ".bd-content div.cell_output img, .bd-content figure img";
 
-  function zoomable(img) {
-    return img.naturalWidth && img.getBoundingClientRect().width + 1 < img.naturalWidth / 2;
+  // The figures are 2x PNGs: shown at half their pixels on a phone (it scrolls), and as wide as
+  // the window allows, up to all their pixels, on a wide screen.
+  function zoomWidth(img) {
+    return Math.max(img.naturalWidth / 2, Math.min(img.naturalWidth, window.innerWidth - 48));
   }
+
+  function zoomable(img) {
+    return img.naturalWidth && img.getBoundingClientRect().width * 1.15 < zoomWidth(img);
+  }
+
+  var CLOSE = document.documentElement.lang === "zh-CN" ? "关闭" : "Close";
 
   function mark() {
     document.querySelectorAll(SELECTOR).forEach(function (img) {
@@ -18,11 +27,28 @@
   function open(img) {
     var dialog = document.createElement("dialog");
     dialog.className = "lf-zoom";
+    var button = document.createElement("button");
+    button.type = "button";
+    button.className = "lf-zoom-close";
+    button.textContent = "\u00d7";
+    button.setAttribute("aria-label", CLOSE);
+    button.title = CLOSE;
+    dialog.appendChild(button);
     var big = document.createElement("img");
     big.src = img.currentSrc || img.src;
     big.alt = img.alt;
-    big.width = Math.round(img.naturalWidth / 2);  // 2x PNGs: their display size
+    big.width = Math.round(zoomWidth(img));
     dialog.appendChild(big);
+    var figure = img.closest("figure");
+    var caption = figure && figure.querySelector("figcaption");
+    if (caption) {
+      var text = document.createElement("p");
+      text.className = "lf-zoom-caption";
+      var words = caption.cloneNode(true);  // without its "#" permalink
+      words.querySelectorAll(".headerlink").forEach(function (a) { a.remove(); });
+      text.textContent = words.textContent.trim();
+      dialog.appendChild(text);
+    }
     dialog.addEventListener("click", function () { dialog.close(); });
     dialog.addEventListener("close", function () { dialog.remove(); });
     document.body.appendChild(dialog);
@@ -48,6 +74,16 @@
       first.click();
     }
   });
+  // Escape closes the layer before any other handler sees the key (Sphinx's search-highlight
+  // script listens for it on the document and would swallow it).
+  window.addEventListener("keydown", function (event) {
+    var dialog = document.querySelector("dialog.lf-zoom[open]");
+    if (dialog && event.key === "Escape") {
+      event.preventDefault();
+      event.stopImmediatePropagation();
+      dialog.close();
+    }
+  }, true);
   window.addEventListener("load", mark);
   window.addEventListener("resize", mark);
 })();

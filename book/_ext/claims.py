@@ -1,0 +1,208 @@
+"""The claims' catalogue: each chapter's checked claims and measured values, in Chinese.
+
+    python book/_ext/claims.py extract          # after `make book`: add new claims, drop gone ones
+    python book/_ext/claims.py check [PAGE ...] # every claim translated, placeholders kept
+    python book/_ext/claims.py missing          # the claims still to translate, as JSON
+
+A chapter's check cells run once and their output (``labformer.notebook.evidence``: a list of
+``<span class="lf-claim">`` and ``<span class="lf-measured">``) is the same in both editions.
+The Chinese edition translates it while Sphinx writes each page (the extension ``setup`` below,
+active only when the book's language is Chinese): every number of the English text becomes a
+placeholder ``{0}``, ``{1}``, ... (a *template*), the template is looked up in
+``book/locales/zh_CN/claims/PAGE.json`` and the run's numbers go back into the Chinese template,
+so a re-run with another seed needs no new translation. A translated span gets
+``lang="zh-CN"``; the completeness gate (tests/test_translations.py against the catalogue, and
+tests/test_book_editions.py against the built pages) fails while any claim of the English book
+lacks one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+CATALOGUE = ROOT / "book" / "locales" / "zh_CN" / "claims"
+ENGLISH_HTML = ROOT / "_build" / "html" / "book"
+
+#: A number in running text; digits inside a name (float32, W_1, sublayer2) stay text, but a
+#: factor such as x1939 is a number.
+NUMBER = re.compile(r"(?<![A-Za-wyz_\d.])[-+−]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
+PLACEHOLDER = re.compile(r"\{(\d+)\}")
+SPAN = re.compile(r'<span class="(lf-claim|lf-measured)">(.*?)</span>', re.S)
+WORD = re.compile(r"[A-Za-z]{2,}")
+
+
+def template(text: str) -> tuple[str, list[str]]:
+    """"max gap 6.0e-08 (bound 1e-6)" -> ("max gap {0} (bound {1})", ["6.0e-08", "1e-6"])."""
+    numbers: list[str] = []
+
+    def hole(match: re.Match[str]) -> str:
+        numbers.append(match.group(0))
+        return f"{{{len(numbers) - 1}}}"
+
+    return NUMBER.sub(hole, text), numbers
+
+
+def fill(chinese: str, numbers: list[str]) -> str:
+    """A Chinese template with this run's numbers put back."""
+    return PLACEHOLDER.sub(lambda m: numbers[int(m.group(1))], chinese)
+
+
+def needs_words(text: str) -> bool:
+    """Whether a claim has words to translate (not only numbers, symbols and reprs)."""
+    return WORD.search(text) is not None
+
+
+def load(directory: Path = CATALOGUE) -> dict[str, str]:
+    """Every page's translations, English template -> Chinese template (translated ones)."""
+    table: dict[str, str] = {}
+    for path in sorted(directory.glob("*.json")):
+        for entry in json.loads(path.read_text(encoding="utf-8")):
+            if entry.get("zh"):
+                table[entry["en"]] = entry["zh"]
+    return table
+
+
+def translate_body(body: str, table: dict[str, str], missing: list[str] | None = None) -> str:
+    """A page's HTML with every claim span in Chinese where the catalogue has it."""
+
+    def one(match: re.Match[str]) -> str:
+        kind, inner = match.group(1), match.group(2)
+        text = html.unescape(inner)
+        english, numbers = template(text)
+        if PLACEHOLDER.search(NUMBER.sub("", text)):
+            chinese = None  # literal {n} in the text: cannot be templated safely
+        else:
+            chinese = table.get(english) if needs_words(text) else text
+        if chinese is None:
+            if missing is not None:
+                missing.append(english)
+            return match.group(0)
+        shown = html.escape(fill(chinese, numbers), quote=False)
+        return f'<span class="{kind}" lang="zh-CN">{shown}</span>'
+
+    return SPAN.sub(one, body)
+
+
+def english_claims(html_dir: Path = ENGLISH_HTML) -> dict[str, list[dict[str, str]]]:
+    """Per page of the built English book, its claim templates in order, each once."""
+    pages: dict[str, list[dict[str, str]]] = {}
+    for path in sorted(html_dir.glob("*.html")):
+        text = path.read_text(encoding="utf-8")
+        seen: dict[str, dict[str, str]] = {}
+        for kind, inner in SPAN.findall(text):
+            plain = html.unescape(inner)
+            if not needs_words(plain):
+                continue
+            english, _ = template(plain)
+            seen.setdefault(english, {"kind": kind.removeprefix("lf-"), "en": english})
+        if seen:
+            pages[path.stem] = list(seen.values())
+    return pages
+
+
+def problems(entries: list[dict[str, Any]]) -> list[str]:
+    """Untranslated entries and translations that lost or invented a placeholder."""
+    out = []
+    for entry in entries:
+        english, chinese = entry["en"], entry.get("zh") or ""
+        if not chinese.strip():
+            out.append(f"untranslated: {english[:90]!r}")
+        elif sorted(PLACEHOLDER.findall(english)) != sorted(PLACEHOLDER.findall(chinese)):
+            out.append(f"placeholders differ: {english[:70]!r} -> {chinese[:70]!r}")
+        elif needs_words(english) and not re.search(r"[\u3400-\u9fff]", chinese):
+            out.append(f"no Chinese in the translation of {english[:70]!r}")
+    return out
+
+
+def extract(html_dir: Path = ENGLISH_HTML, directory: Path = CATALOGUE) -> int:
+    """Bring the catalogue in line with the built English book; keep every translation."""
+    if not html_dir.is_dir():
+        raise SystemExit(f"{html_dir} does not exist: run `make book` first")
+    directory.mkdir(parents=True, exist_ok=True)
+    known = load(directory)
+    pages = english_claims(html_dir)
+    for page, entries in pages.items():
+        for entry in entries:
+            entry["zh"] = known.get(entry["en"], "")
+        (directory / f"{page}.json").write_text(
+            json.dumps(entries, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    for stale in directory.glob("*.json"):
+        if stale.stem not in pages:
+            stale.unlink()
+    todo = sum(not e["zh"] for entries in pages.values() for e in entries)
+    print(f"{sum(map(len, pages.values()))} claim templates on {len(pages)} pages, "
+          f"{todo} to translate")
+    return 0
+
+
+def check(pages: list[str], directory: Path = CATALOGUE) -> int:
+    failed = 0
+    for path in sorted(directory.glob("*.json")):
+        if pages and path.stem not in pages:
+            continue
+        found = problems(json.loads(path.read_text(encoding="utf-8")))
+        failed += bool(found)
+        print(f"{path.stem}: " + ("ok" if not found else f"{len(found)} problems"))
+        for problem in found[:20]:
+            print(f"  - {problem}")
+    return 1 if failed else 0
+
+
+# ---------------------------------------------------------------------------- the extension
+
+def setup(app: Any) -> dict[str, Any]:
+    """Sphinx: translate the claims of each page of the Chinese edition as it is written."""
+    state: dict[str, Any] = {}
+
+    def page_context(app: Any, pagename: str, templatename: str, context: dict[str, Any],
+                     doctree: Any) -> None:
+        if not str(app.config.language or "").startswith("zh") or "body" not in context:
+            return
+        if "table" not in state:
+            state["table"] = load()
+        missing: list[str] = []
+        context["body"] = translate_body(context["body"], state["table"], missing)
+        for english in missing:
+            print(f"labformer claims: no Chinese for {english[:80]!r} on {pagename} "
+                  "(python book/_ext/claims.py extract, then translate)", file=sys.stderr)
+
+    def outdated(app: Any, env: Any, added: Any, changed: Any, removed: Any) -> list[str]:
+        # a changed catalogue re-renders every page: no page keeps a stale translation
+        if not str(app.config.language or "").startswith("zh"):
+            return []
+        digest = hashlib.sha256(b"".join(p.read_bytes() for p in
+                                         sorted(CATALOGUE.glob("*.json")))).hexdigest()
+        if getattr(env, "labformer_claims_digest", None) == digest:
+            return []
+        env.labformer_claims_digest = digest
+        return sorted(env.found_docs)
+
+    app.connect("env-get-outdated", outdated)
+    app.connect("html-page-context", page_context)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["extract"]:
+        return extract()
+    if argv[:1] == ["check"]:
+        return check(argv[1:])
+    if argv[:1] == ["missing"]:
+        table = load()
+        todo = {page: [e["en"] for e in entries if e["en"] not in table]
+                for page, entries in english_claims().items()}
+        print(json.dumps({p: t for p, t in todo.items() if t}, ensure_ascii=False, indent=1))
+        return 0
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,137 @@
+"""The sweep behind chapter 11's bounds: its translator, trained and read for many seeds.
+
+    python tests/translator_sweep.py                      # seeds 1-20, two runs at a time
+    python tests/translator_sweep.py --seeds 1-4 --out /tmp/sweep.json
+
+Each run is a fresh process on one thread that executes chapter 11's code cells up to its
+section "The recurrent baseline" (the training, the test scores, beam search and checkpoint
+averaging), with every check recorded instead of asserted, and keeps the numbers that the
+chapter holds to the sweep (``QUANTITIES``). Odd seeds run on PyTorch's plain kernels
+(``ATEN_CPU_CAPABILITY=default``), even seeds on AVX2, so the sweep holds the spread a reader's
+CPU adds. The chapter reads ``book/data/11_translator.json`` and checks its own run against the
+sweep's t-predictive intervals (book/checking.md); about two minutes of CPU a run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from claim_sweep import parse_seeds
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOK = ROOT / "book" / "11_translator.ipynb"
+OUT = ROOT / "book" / "data" / "11_translator.json"
+STOP = "## The recurrent baseline"
+
+# name in the chapter's namespace -> what it is
+QUANTITIES = {
+    "floor_gap": "mean training loss of the last 50 steps minus the smoothed target's entropy",
+    "held_gap": "exact-match points lost on held-out combinations against ordinary sentences",
+    "beam_gain": "test BLEU of beam 4 (length penalty 0.6) minus greedy",
+    "differ": "test outputs (of 1000) that beam 4 changes",
+    "nll2": "test NLL per token, mean of the last two checkpoints minus the last",
+    "bleu2": "test BLEU, mean of the last two checkpoints minus the last",
+    "test_bleu": "greedy test BLEU",
+    "test_exact": "greedy test exact match, %",
+}
+
+# Runs in the child: the chapter's code cells up to STOP, checks recorded, glue silenced.
+CHILD = r"""
+import json, sys
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import myst_nb
+import nbformat
+import labformer.notebook as notebook
+
+path, stop, names = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
+false = []
+
+def check(self, claim, holds, measured=""):
+    if not holds:
+        false.append(claim)
+    self.claims.append((claim, True, measured))
+    return True
+
+notebook.Evidence.check = check
+notebook.Evidence.verify = lambda self: None
+myst_nb.glue = lambda *args, **kwargs: None
+ns = {"__name__": "__main__"}
+for cell in nbformat.read(path, as_version=4).cells:
+    if cell.cell_type == "markdown" and cell.source.startswith(stop):
+        break
+    if cell.cell_type == "code" and "solution" not in cell.metadata.get("tags", []):
+        exec(compile(cell.source, path, "exec"), ns)
+        plt.close("all")
+ns["test_bleu"], ns["test_exact"] = ns["test_scores"]["bleu"], ns["test_scores"]["exact"]
+print("SWEEP-RESULT " + json.dumps({"values": {n: float(ns[n]) for n in names},
+                                    "false": false}))
+"""
+
+
+def run(seed: int, notebook: Path = NOTEBOOK) -> dict[str, object]:
+    """One fresh process: the chapter's cells under this seed; its QUANTITIES."""
+    kernel = "default" if seed % 2 else "avx2"
+    env = dict(os.environ, LABFORMER_SEED=str(seed), OMP_NUM_THREADS="1", TQDM_DISABLE="1",
+               MPLBACKEND="Agg", ATEN_CPU_CAPABILITY=kernel)
+    start = time.perf_counter()
+    result = subprocess.run([sys.executable, "-c", CHILD, str(notebook), STOP,
+                             ",".join(QUANTITIES)],
+                            env=env, capture_output=True, text=True, cwd=notebook.parent)
+    lines = [x for x in result.stdout.splitlines() if x.startswith("SWEEP-RESULT ")]
+    if result.returncode != 0 or not lines:
+        raise RuntimeError(f"seed {seed} ({kernel}) failed:\n{result.stderr[-3000:]}")
+    record = json.loads(lines[-1].removeprefix("SWEEP-RESULT "))
+    seconds = round(time.perf_counter() - start)
+    print(f"seed {seed:3} {kernel:7}: {json.dumps(record['values'])} ({seconds} s)"
+          + "".join(f"\n    false: {c}" for c in record["false"]), flush=True)
+    return {"seed": seed, "kernel": kernel, "seconds": seconds, **record["values"],
+            "false_claims": record["false"]}
+
+
+def code_version() -> str:
+    """``git describe --always --dirty`` of the repository, or "unknown" outside a checkout."""
+    proc = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT,
+                          capture_output=True, text=True, check=False)
+    return proc.stdout.strip() or "unknown"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", type=parse_seeds, default=parse_seeds("1-20"),
+                        help="like 1-20 or 3,5,8 (default 1-20)")
+    parser.add_argument("--jobs", type=int, default=2, help="runs at once (default 2)")
+    parser.add_argument("--out", type=Path, default=OUT, help=f"default {OUT.relative_to(ROOT)}")
+    parser.add_argument("--notebook", type=Path, default=NOTEBOOK,
+                        help="a copy of the chapter to run instead (each run reads it when it "
+                             "starts, so edit the chapter only in a copy while a sweep runs)")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    with ThreadPoolExecutor(args.jobs) as pool:
+        runs = list(pool.map(lambda seed: run(seed, args.notebook.resolve()), args.seeds))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({
+        "chapter": NOTEBOOK.stem,
+        "what": "chapter 11's translator for each seed, up to its section on the recurrent "
+                "baseline: the numbers the chapter holds to this sweep",
+        "quantities": QUANTITIES,
+        "command": "python tests/translator_sweep.py " + " ".join(argv or sys.argv[1:]),
+        "code_version": code_version(),
+        "duration": f"{time.perf_counter() - start:.0f} s for {len(runs)} runs, "
+                    f"{args.jobs} at a time",
+        "runs": runs,
+    }, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
