@@ -270,7 +270,8 @@ _FONT_JS = """
 
 
 def test_chinese_edition_in_chromium(html_dir: Path, server: str) -> None:
-    """The switch both ways on every page, a CJK font, no sideways scroll, Chinese search."""
+    """The switch both ways on every page (from mid-chapter, to the same section), a CJK font,
+    no sideways scroll, Chinese search."""
     english, _ = editions(html_dir)
     installed = subprocess.run(["fc-list", ":lang=zh", "family"], capture_output=True,
                                text=True).stdout
@@ -300,6 +301,13 @@ def test_chinese_edition_in_chromium(html_dir: Path, server: str) -> None:
                                         f"({width[0]} px wide)")
                     if rel.endswith("02_self_attention.html"):
                         page.screenshot(path=str(SCREENSHOTS / "zh-chapter-1280.png"))
+                        # mid-chapter, the switch is in reach and keeps the reader's section
+                        section = page.locator("section[id] section[id]").nth(2)
+                        section.scroll_into_view_if_needed()
+                        wanted = section.get_attribute("id")
+                        page.click(".lf-language-switch a")
+                        page.wait_for_url(f"{server}/{rel}#{wanted}")
+                        continue
                     page.click(".lf-language-switch a")
                     page.wait_for_url(f"{server}/{rel}")
                 except Exception as exc:  # noqa: BLE001 (report which page, go on)

@@ -105,9 +105,9 @@ SWITCH_LABEL = {"en": "中文", "zh_CN": "English"}
 
 
 #: On the switch: land on the section the reader is reading (both editions share section ids).
-KEEP_PLACE = ("var s = Array.from(document.querySelectorAll('section[id]')).filter("
-              "function (e) { return e.getBoundingClientRect().top < 120; }).pop(); "
-              "if (s) this.hash = s.id;")
+KEEP_PLACE = ("var s = window.scrollY > 50 && Array.from(document.querySelectorAll("
+              "'section[id]')).filter(function (e) { return e.getBoundingClientRect().top "
+              "< 120; }).pop(); if (s) this.hash = s.id;")
 
 
 def language_switch_href(language: str, pagename: str) -> str:
