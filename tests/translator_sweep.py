@@ -23,6 +23,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from ablation_sweep import code_version
 from claim_sweep import parse_seeds
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -95,13 +96,6 @@ def run(seed: int, notebook: Path = NOTEBOOK) -> dict[str, object]:
           + "".join(f"\n    false: {c}" for c in record["false"]), flush=True)
     return {"seed": seed, "kernel": kernel, "seconds": seconds, **record["values"],
             "false_claims": record["false"]}
-
-
-def code_version() -> str:
-    """``git describe --always --dirty`` of the repository, or "unknown" outside a checkout."""
-    proc = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT,
-                          capture_output=True, text=True, check=False)
-    return proc.stdout.strip() or "unknown"
 
 
 def main(argv: list[str] | None = None) -> int:
