@@ -5,18 +5,20 @@ values that fails the build when a claim does not hold."""
 from __future__ import annotations
 
 import html
+import json
 import math
 import os
 import random
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-__all__ = ["SEED_ENV", "ClaimFailed", "Evidence", "decide", "evidence", "human_number",
+__all__ = ["SEED_ENV", "ClaimFailed", "Evidence", "Sweep", "decide", "evidence", "human_number",
            "predictive_interval", "resolve_seed", "setup_notebook", "t_quantile", "table"]
 
 #: Environment variable that overrides the seed a chapter asks for, so that the whole book can
@@ -324,3 +326,71 @@ def decide(diffs: Any, delta: float, k: int = 1, family: float = 0.05) -> tuple[
     if abs(mean) + t_quantile(1 - level, len(d) - 1) * se < delta:
         return "within", mean, se
     return "open", mean, se
+
+
+class Sweep:
+    """A chapter's stored seed sweep: ``book/data/NN_name.json``, written by
+    ``tests/claim_sweep.py --write`` (the command, the code version, and for every run its seed,
+    CPU kernels and the chapter's quantities).
+
+    A claim about a trained model is a claim about the process, so the sweep decides it and
+    this run is held to the sweep: ``Sweep(path, verdicts=k).check(ev, claim, name, value,
+    above=0)`` holds when the sweep's mean of quantity ``name`` lies above 0 by Student's t
+    (one-sided, at the book's family-wise 5 % shared by the chapter's ``k`` verdicts) and this
+    run's ``value`` lies in the sweep's t-predictive interval (:func:`predictive_interval`,
+    alpha 1e-5), so a run unlike the ones the sweep saw fails the build (book/checking.md).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], verdicts: int = 1, alpha: float = 1e-5,
+                 family: float = 0.05) -> None:
+        self.path = Path(path)
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise FileNotFoundError(f"no sweep at {self.path}: run the command in the chapter's "
+                                    "data cell (tests/claim_sweep.py --write)") from None
+        if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
+            raise ValueError(f"{self.path} is not a sweep: it needs a list of runs")
+        if verdicts < 1 or not 0 < family < 1:
+            raise ValueError(f"a sweep needs verdicts >= 1 and 0 < family < 1, got {verdicts}, "
+                             f"{family}")
+        self.data, self.runs, self.alpha = data, data["runs"], alpha
+        self.verdicts, self.family = verdicts, family
+        self.n = len(self.runs)
+
+    def values(self, name: str) -> np.ndarray:
+        """Every run's value of quantity ``name``."""
+        missing = [r.get("seed") for r in self.runs if name not in r]
+        if missing:
+            raise KeyError(f"{self.path.name}: runs {missing} have no quantity {name!r}; "
+                           f"it has {sorted(self.data.get('quantities', {}))}")
+        return np.array([r[name] for r in self.runs], dtype=float)
+
+    def interval(self, name: str) -> tuple[float, float]:
+        """Where one more run's value of ``name`` falls with probability ``1 - alpha``."""
+        return predictive_interval(self.values(name), self.alpha)
+
+    def mean_beyond(self, name: str, above: float | None = None,
+                    below: float | None = None) -> bool:
+        """Whether the sweep's mean of ``name`` lies above ``above`` (and below ``below``) by a
+        one-sided t-test at ``family / verdicts``."""
+        v = self.values(name)
+        if len(v) < 3:
+            raise ValueError(f"{self.path.name}: a verdict needs at least 3 runs, got {len(v)}")
+        margin = (t_quantile(1 - self.family / self.verdicts, len(v) - 1)
+                  * v.std(ddof=1) / math.sqrt(len(v)))
+        return ((above is None or v.mean() - margin > above)
+                and (below is None or v.mean() + margin < below))
+
+    def check(self, ev: Evidence, claim: str, name: str, value: float, fmt: str = "{:.2f}", *,
+              above: float | None = None, below: float | None = None,
+              holds: object = True) -> bool:
+        """``ev.check`` of ``claim``: it holds when the sweep's mean lies beyond ``above`` /
+        ``below`` (:meth:`mean_beyond`), this run's ``value`` lies in the sweep's interval, and
+        ``holds`` (a condition on this run alone, if the claim has one) is true."""
+        lo, hi = self.interval(name)
+        ok = bool(holds) and self.mean_beyond(name, above, below) and lo <= value <= hi
+        mean = float(self.values(name).mean())
+        return ev.check(claim, ok, f"this run {fmt.format(value)}; {self.n} runs: mean "
+                                   f"{fmt.format(mean)}, interval {fmt.format(lo)} to "
+                                   f"{fmt.format(hi)}")

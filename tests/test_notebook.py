@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from labformer import setup_notebook
-from labformer.notebook import SEED_ENV, decide, predictive_interval, t_quantile
+from labformer.notebook import SEED_ENV, Evidence, Sweep, decide, predictive_interval, t_quantile
 
 
 @pytest.fixture
@@ -221,3 +221,40 @@ def test_decide_rejects_bad_input():
             decide(bad, 1.0)
     with pytest.raises(ValueError, match="delta > 0"):
         decide([1.0, 2.0, 3.0], 0.0)
+
+
+def test_sweep_holds_a_run_to_its_interval(tmp_path):
+    import json
+
+    values = [0.8, 0.9, 0.85, 0.95, 0.75]
+    runs = [{"seed": s, "kernel": "default", "near": v} for s, v in enumerate(values)]
+    path = tmp_path / "01_x.json"
+    path.write_text(json.dumps({"quantities": {"near": "on_diag"}, "runs": runs}))
+    sweep = Sweep(path, alpha=0.05)
+    assert sweep.n == 5
+    assert sweep.interval("near") == pytest.approx(predictive_interval(values, alpha=0.05))
+    lo, hi = sweep.interval("near")
+    ev = Evidence()
+    assert sweep.check(ev, "inside", "near", (lo + hi) / 2)
+    assert not sweep.check(ev, "below", "near", lo - 0.01)  # a run unlike the sweep fails
+    assert not sweep.check(ev, "above", "near", hi + 0.01)
+    assert not sweep.check(ev, "inside but false", "near", 0.85, holds=False)
+    assert [ok for _, ok, _ in ev.claims] == [True, False, False, False]
+    assert ev.claims[0][2] == f"this run {(lo + hi) / 2:.2f}; 5 runs: mean 0.85, interval " \
+                              f"{lo:.2f} to {hi:.2f}"
+    # the verdict: mean 0.85, SE 0.0354, one-sided t(0.95, 4) = 2.132 -> margin 0.0754
+    assert sweep.mean_beyond("near", above=0.774) and not sweep.mean_beyond("near", above=0.776)
+    assert sweep.mean_beyond("near", below=0.926) and not sweep.mean_beyond("near", below=0.924)
+    assert not sweep.check(ev, "mean above 0.8", "near", 0.85, above=0.8)
+    # shared by 3 verdicts: t(1 - 0.05 / 3, 4) = 3.186 -> margin 0.1127
+    three = Sweep(path, verdicts=3)
+    assert three.mean_beyond("near", above=0.737) and not three.mean_beyond("near", above=0.738)
+    with pytest.raises(KeyError, match="no quantity 'far'"):
+        sweep.values("far")
+    with pytest.raises(FileNotFoundError, match="claim_sweep.py --write"):
+        Sweep(tmp_path / "missing.json")
+    (tmp_path / "bad.json").write_text("[1, 2]")
+    with pytest.raises(ValueError, match="not a sweep"):
+        Sweep(tmp_path / "bad.json")
+    with pytest.raises(ValueError, match="verdicts >= 1"):
+        Sweep(path, verdicts=0)

@@ -73,6 +73,35 @@ def test_claim_sweep_records_false_claims_and_spreads(tmp_path: Path,
     assert "[1] always: held in 3 of 3 runs" in out
 
 
+def test_claim_sweep_writes_the_chapters_data_file(tmp_path: Path) -> None:
+    import nbformat
+
+    from labformer.notebook import Sweep
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(
+        "import os\nseed = int(os.environ['LABFORMER_SEED'])\n"
+        "kernel = os.environ.get('ATEN_CPU_CAPABILITY')\nhalf = {'x': seed / 2}\n")]
+    path = tmp_path / "chapter.ipynb"
+    nbformat.write(nb, path)
+    data = tmp_path / "data.json"
+    with pytest.raises(SystemExit):  # --write with nothing to store
+        claim_sweep.main([str(path), "--seeds", "1-3", "--write", str(data)])
+    assert claim_sweep.main([str(path), "--seeds", "1-3", "--jobs", "2", "--write", str(data),
+                             "--quantity", "half=half['x']"]) == 0
+    stored = json.loads(data.read_text())
+    assert stored["quantities"] == {"half": "half['x']"}
+    assert [(r["seed"], r["kernel"], r["half"]) for r in stored["runs"]] == [
+        (1, "default", 0.5), (2, "avx2", 1.0), (3, "default", 1.5)]
+    assert "--write" in stored["command"] and stored["code_version"]
+    assert list(Sweep(data).values("half")) == [0.5, 1.0, 1.5]
+    # a second sweep reuses the file's quantities
+    assert claim_sweep.main([str(path), "--seeds", "4", "--write", str(data)]) == 0
+    assert [(r["seed"], r["half"]) for r in json.loads(data.read_text())["runs"]] == [(4, 2.0)]
+    with pytest.raises(argparse.ArgumentTypeError, match="NAME=EXPRESSION"):
+        claim_sweep.parse_quantity("no equals sign")
+
+
 # ------------------------------------------------------------------------ translator_sweep.py
 
 import translator_sweep  # noqa: E402
