@@ -198,3 +198,25 @@ def test_explorer_side_by_side_heads_flag_reaches_the_page():
     assert _payload(ex.to_html())["side"] is True
     one = attention_explorer(torch.rand(3, 3), ["a", "b", "c"])
     assert _payload(one.to_html())["side"] is False
+
+
+def test_an_edit_to_a_book_extension_rebuilds_every_page(tmp_path, monkeypatch):
+    """The book's extension reports a Sphinx env_version drawn from every file of book/_ext,
+    so that Sphinx re-reads all pages when one of them changes."""
+    import importlib.util
+    import shutil
+    from pathlib import Path
+
+    ext_dir = Path(__file__).resolve().parents[1] / "book" / "_ext"
+    for path in ext_dir.glob("*.py"):
+        shutil.copy(path, tmp_path / path.name)
+    spec = importlib.util.spec_from_file_location("labformer_book_copy",
+                                                  tmp_path / "labformer_book.py")
+    assert spec is not None and spec.loader is not None
+    ext = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ext)
+    before = ext.extensions_digest()
+    assert isinstance(before, int) and before == ext.extensions_digest()
+    claims = tmp_path / "claims.py"
+    claims.write_text(claims.read_text() + "\n# an edit\n")
+    assert ext.extensions_digest() != before

@@ -198,3 +198,14 @@ def test_glossary_gives_the_terms_of_record() -> None:
     assert terms["greedy decoding"][0] == "贪心解码"
     assert terms["warm-up"][0] == "学习率预热"
     assert terms["Transformer"][0] == "Transformer"
+
+
+def test_the_chinese_readme_comments_its_commands_in_chinese() -> None:
+    import re
+
+    text = (ROOT / "README.zh-CN.md").read_text(encoding="utf-8")
+    comments = [line[line.index("#"):] for block in re.findall(r"```[a-z]*\n(.*?)```", text, re.S)
+                for line in block.splitlines() if "#" in line]
+    assert len(comments) >= 10
+    english = [c for c in comments if not re.search(r"[\u4e00-\u9fff]", c)]
+    assert not english, f"README.zh-CN.md comments its commands in English: {english}"

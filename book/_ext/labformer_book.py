@@ -19,6 +19,7 @@ the notebook glued one (``edition_figures``).
 
 from __future__ import annotations
 
+import hashlib
 import html
 import re
 from pathlib import Path
@@ -285,6 +286,16 @@ def alt_from_svg_title(app: Sphinx, doctree: Any, docname: str) -> None:
             image["alt"] = html.unescape(title.group(1)).strip()
 
 
+def extensions_digest() -> int:
+    """A number that changes whenever a file of book/_ext changes. Sphinx re-reads every page
+    when an extension's ``env_version`` changes, so an edit to an extension reaches pages that
+    were built before it (without it, only changed sources are rebuilt)."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(path.name.encode() + path.read_bytes())
+    return int(digest.hexdigest()[:12], 16)
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     plotly_js_path()  # fail at the start of a build, not at its end
     glue_in_translations()
@@ -294,4 +305,5 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("html-page-context", translate_toggles)
     app.connect("config-inited", use_search_scorer)
     app.connect("html-page-context", add_explorer_scripts)
-    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
+    return {"version": "1.0", "env_version": extensions_digest(), "parallel_read_safe": True,
+            "parallel_write_safe": True}
