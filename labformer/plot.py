@@ -333,12 +333,15 @@ class AttentionExplorer:
     """
 
     def __init__(self, panels: dict[str, np.ndarray], queries: dict[str, list[str]],
-                 keys: dict[str, list[str]], title: str = "", side_by_side: bool = False) -> None:
+                 keys: dict[str, list[str]], title: str = "", side_by_side: bool = False,
+                 title_zh: str = "", names_zh: Mapping[str, str] | None = None) -> None:
         self.panels = panels
         self.queries = queries
         self.keys = keys
         self.title = title
         self.side_by_side = side_by_side
+        self.title_zh = title_zh
+        self.names_zh = dict(names_zh or {})
 
     @property
     def kinds(self) -> list[str]:
@@ -369,9 +372,11 @@ class AttentionExplorer:
         """The compact description that labformer-explorer.js draws (JSON-serialisable)."""
         zmin, zmax = self._zrange()
         return {
-            "title": self.title, "zmin": round(zmin, _DIGITS), "zmax": round(zmax, _DIGITS),
+            "title": self.title, "title_zh": self.title_zh,
+            "zmin": round(zmin, _DIGITS), "zmax": round(zmax, _DIGITS),
             "side": self.side_by_side,
-            "kinds": [{"name": kind, "queries": self.queries[kind], "keys": self.keys[kind],
+            "kinds": [{"name": kind, "name_zh": self.names_zh.get(kind, ""),
+                       "queries": self.queries[kind], "keys": self.keys[kind],
                        "weights": np.round(w, _DIGITS).tolist()}
                       for kind, w in self.panels.items()],
         }
@@ -452,6 +457,8 @@ def attention_explorer(
     *,
     title: str = "",
     side_by_side: bool = False,
+    title_zh: str = "",
+    names_zh: Mapping[str, str] | None = None,
 ) -> AttentionExplorer:
     """An interactive heatmap of attention weights, with selectors for kind, layer and head.
 
@@ -461,7 +468,9 @@ def attention_explorer(
     self-attention); each is a list of strings or a dict {kind: list}. Hovering a cell shows
     the query, the key and the weight. The last expression of a cell displays the explorer.
     ``side_by_side=True`` shows all heads of a layer next to each other (in the book's pages;
-    JupyterLab's plotly view keeps one head at a time).
+    JupyterLab's plotly view keeps one head at a time). The book's Chinese edition shows
+    ``title_zh`` and the kinds' names from ``names_zh`` ({kind: Chinese name}), with its
+    controls in Chinese; every kind of a dict needs a Chinese name once one is given.
     """
     if isinstance(weights, Mapping):
         if not weights:
@@ -485,4 +494,8 @@ def attention_explorer(
                                  "pass key_tokens when queries and keys differ")
             k = q
         panels[kind], queries[kind], keys[kind] = stack, q, k
-    return AttentionExplorer(panels, queries, keys, title=title, side_by_side=side_by_side)
+    if names_zh is not None and set(names_zh) != {k for k, _ in items}:
+        raise ValueError(f"names_zh names the kinds {sorted(names_zh)}, the weights have "
+                         f"{sorted(k for k, _ in items)}")
+    return AttentionExplorer(panels, queries, keys, title=title, side_by_side=side_by_side,
+                             title_zh=title_zh, names_zh=names_zh)

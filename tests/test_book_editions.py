@@ -313,6 +313,25 @@ def test_chinese_edition_in_chromium(html_dir: Path, server: str) -> None:
                 except Exception as exc:  # noqa: BLE001 (report which page, go on)
                     problems.append(f"{where[0]}: the language switch: "
                                     f"{type(exc).__name__}: {exc}")
+            # the attention explorers speak Chinese: controls, axes, title and kinds
+            for rel in [r for r in english if "11_translator" in r]:
+                where[0] = f"{ZH}/{rel}"
+                page.goto(f"{server}/{ZH}/{rel}", wait_until="load")
+                try:
+                    page.wait_for_selector(".lf-explorer[data-lf-ready]", timeout=30_000)
+                    shown = page.evaluate(
+                        "() => Array.from(document.querySelectorAll('.lf-explorer')).map(e => "
+                        "[e.getAttribute('aria-label'), ...Array.from(e.querySelectorAll("
+                        "'.lf-explorer-control > span, .lf-explorer-control option, "
+                        ".lf-explorer-view, .gtitle, .xtitle, .ytitle'), n => n.textContent)])")
+                    english_words = [t for ex in shown for t in ex
+                                     if t and re.search(r"[A-Za-z]{3,}", t)
+                                     and not re.search(r"[\u4e00-\u9fff]", t)]
+                    if english_words or not shown:
+                        problems.append(f"{ZH}/{rel}: the explorer shows English: "
+                                        f"{english_words[:6]}")
+                except Exception as exc:  # noqa: BLE001
+                    problems.append(f"{ZH}/{rel}: the explorer: {type(exc).__name__}: {exc}")
             where[0] = f"{ZH}/search.html"
             page.goto(f"{server}/{ZH}/search.html?q=注意力", wait_until="load")
             try:

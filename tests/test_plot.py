@@ -111,6 +111,20 @@ def test_explorer_kinds_with_their_own_tokens():
     assert "cross" in repr(ex) and "24 views" in repr(ex)
 
 
+def test_explorer_carries_its_chinese_title_and_kind_names():
+    weights = {"encoder self": torch.rand(1, 2, 3, 3), "cross": torch.rand(1, 2, 3, 3)}
+    ex = attention_explorer(weights, ["a", "b", "c"], title="trained", title_zh="训练后",
+                            names_zh={"encoder self": "编码器自注意力", "cross": "交叉注意力"})
+    data = _payload(ex.to_html())
+    assert (data["title"], data["title_zh"]) == ("trained", "训练后")
+    assert [(k["name"], k["name_zh"]) for k in data["kinds"]] == [
+        ("encoder self", "编码器自注意力"), ("cross", "交叉注意力")]
+    with pytest.raises(ValueError, match="names_zh names the kinds"):
+        attention_explorer(weights, ["a", "b", "c"], names_zh={"cross": "交叉注意力"})
+    plain = _payload(attention_explorer(torch.rand(3, 3), ["a", "b", "c"]).to_html())
+    assert plain["title_zh"] == "" and plain["kinds"][0]["name_zh"] == ""
+
+
 def test_explorer_scale_is_zero_to_one_for_weights_and_the_data_range_otherwise():
     assert attention_explorer(torch.full((2, 2), 0.25), ["a", "b"]).data()["zmax"] == 1
     scores = attention_explorer(torch.tensor([[-2.0, 3.0], [0.0, 1.0]]), ["a", "b"]).data()

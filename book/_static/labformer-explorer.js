@@ -3,9 +3,25 @@
    deferred, on pages that hold an explorer). Each explorer is a <div class="lf-explorer"> that
    carries its weights as JSON; this script adds selectors for kind, layer and head, and one
    heatmap whose hover shows the query, the key and the weight. Positions, layers and heads are
-   counted from 1, as in the text; weights share one colour scale, 0 to 1, with its colour bar. */
+   counted from 1, as in the text; weights share one colour scale, 0 to 1, with its colour bar.
+   On the Chinese edition's pages the controls, axes and hover text are in Chinese, and the
+   title and the kinds' names are the Chinese ones the explorer carries (title_zh, name_zh). */
 (function () {
   "use strict";
+
+  var WORDS = {
+    en: { kind: "kind", layer: "layer", head: "head", query: "query", key: "key",
+          weight: "weight", layerN: "layer {n}", headN: "head {n}",
+          missing: "The interactive view needs plotly.min.js, which did not load." },
+    zh: { kind: "类型", layer: "层", head: "头", query: "查询", key: "键",
+          weight: "权重", layerN: "第 {n} 层", headN: "头 {n}",
+          missing: "交互视图需要 plotly.min.js，但它没有加载。" }
+  };
+
+  function language() {
+    var lang = (document.documentElement.getAttribute("lang") || "").toLowerCase();
+    return lang.indexOf("zh") === 0 || /\/zh\//.test(location.pathname) ? "zh" : "en";
+  }
 
   function escape(text) {
     return String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
@@ -16,11 +32,11 @@
   }
 
   // A labelled <select>; `onChange` receives the chosen index.
-  function selector(box, name, onChange) {
+  function selector(box, name, caption_text, onChange) {
     var label = document.createElement("label");
     label.className = "lf-explorer-control";
     var caption = document.createElement("span");
-    caption.textContent = name;
+    caption.textContent = caption_text;
     var select = document.createElement("select");
     select.setAttribute("data-lf-control", name);
     select.addEventListener("change", function () { onChange(Number(select.value)); });
@@ -46,12 +62,17 @@
     var source = root.querySelector("script.lf-explorer-data");
     if (!source || root.getAttribute("data-lf-ready")) return;
     var fallback = root.querySelector(".lf-explorer-fallback");
+    var zh = language() === "zh", words = WORDS[zh ? "zh" : "en"];
     if (!window.Plotly) {
-      if (fallback) fallback.textContent = "The interactive view needs plotly.min.js, which did not load.";
+      if (fallback) fallback.textContent = words.missing;
       return;
     }
     var data = JSON.parse(source.textContent);
     var kinds = data.kinds;
+    var title = zh && data.title_zh ? data.title_zh : data.title;
+    var kindName = function (k) { return zh && k.name_zh ? k.name_zh : k.name; };
+    var numbered = function (pattern, n) { return pattern.replace("{n}", String(n)); };
+    if (title) root.setAttribute("aria-label", title);
     var state = { kind: 0, layer: 0, head: 0 };
     if (fallback) fallback.remove();
     root.setAttribute("data-lf-ready", "1");
@@ -64,13 +85,16 @@
     var plot = document.createElement("div");
     plot.className = "lf-explorer-plot";
 
-    var kindSelect = selector(controls, "kind", function (i) { state.kind = i; update(); });
-    var layerSelect = selector(controls, "layer", function (i) { state.layer = i; update(); });
-    var headSelect = selector(controls, "head", function (i) { state.head = i; update(); });
+    var kindSelect = selector(controls, "kind", words.kind,
+                              function (i) { state.kind = i; update(); });
+    var layerSelect = selector(controls, "layer", words.layer,
+                               function (i) { state.layer = i; update(); });
+    var headSelect = selector(controls, "head", words.head,
+                              function (i) { state.head = i; update(); });
     controls.appendChild(status);
     root.appendChild(controls);
     root.appendChild(plot);
-    fill(kindSelect, kinds.map(function (k) { return k.name; }), 0);
+    fill(kindSelect, kinds.map(kindName), 0);
 
     // Heads side by side need room: on a narrow screen they are shown one at a time.
     function sideBySide() {
@@ -82,13 +106,15 @@
       var layers = kind.weights.length, heads = kind.weights[0].length;
       state.layer = Math.min(state.layer, layers - 1);
       state.head = Math.min(state.head, heads - 1);
-      fill(layerSelect, range(layers).map(function (n) { return "layer " + (n + 1); }), state.layer);
-      fill(headSelect, range(heads).map(function (n) { return "head " + (n + 1); }), state.head);
+      fill(layerSelect, range(layers).map(function (n) { return numbered(words.layerN, n + 1); }),
+           state.layer);
+      fill(headSelect, range(heads).map(function (n) { return numbered(words.headN, n + 1); }),
+           state.head);
       if (sideBySide()) headSelect.parentNode.hidden = true;  // every head is on show
       var parts = [];
-      if (kind.name) parts.push(kind.name);
-      if (layers > 1) parts.push("layer " + (state.layer + 1));
-      if (heads > 1 && !sideBySide()) parts.push("head " + (state.head + 1));
+      if (kind.name) parts.push(kindName(kind));
+      if (layers > 1) parts.push(numbered(words.layerN, state.layer + 1));
+      if (heads > 1 && !sideBySide()) parts.push(numbered(words.headN, state.head + 1));
       status.textContent = parts.join(" · ");
       root.setAttribute("data-lf-view", [state.kind, state.layer, state.head].join(","));
       return kind;
@@ -99,7 +125,8 @@
       var narrow = plot.clientWidth && plot.clientWidth < 520;
       var text = q.map(function (qa, a) {
         return k.map(function (kb, b) {
-          return "query " + (a + 1) + ": " + escape(qa) + "<br>key " + (b + 1) + ": " + escape(kb);
+          return words.query + " " + (a + 1) + ": " + escape(qa) + "<br>" + words.key + " " +
+                 (b + 1) + ": " + escape(kb);
         });
       });
       var heads = sideBySide() ? range(kind.weights[0].length) : [state.head];
@@ -110,10 +137,10 @@
         };
       };
       var layout = {
-        title: data.title ? { text: escape(data.title), font: { size: 16 } } : undefined,
+        title: title ? { text: escape(title), font: { size: 16 } } : undefined,
         autosize: true,
         height: Math.min(720, 170 + (narrow ? 20 : 26) * Math.max(q.length, 6)),
-        margin: { t: data.title ? 44 : 12, r: 8, b: 8, l: 8 },
+        margin: { t: title ? 44 : 12, r: 8, b: 8, l: 8 },
         font: { size: narrow ? 12 : 14, color: "#222" },
         paper_bgcolor: "#ffffff", plot_bgcolor: "#ffffff",
         hoverlabel: { font: { size: 14 } }
@@ -121,9 +148,10 @@
       if (heads.length > 1) layout.grid = { rows: 1, columns: heads.length, pattern: "independent" };
       var traces = heads.map(function (head, n) {
         var suffix = n ? String(n + 1) : "";
-        var xaxis = axis(heads.length > 1 ? "key · head " + (head + 1) : "key", k);
+        var xaxis = axis(heads.length > 1 ? words.key + " · " + numbered(words.headN, head + 1)
+                                          : words.key, k);
         xaxis.tickangle = -90;
-        var yaxis = axis(n ? "" : "query", q);
+        var yaxis = axis(n ? "" : words.query, q);
         yaxis.autorange = "reversed";
         if (n) yaxis.showticklabels = false;
         layout["xaxis" + suffix] = xaxis;
@@ -132,10 +160,10 @@
           type: "heatmap", z: kind.weights[state.layer][head], x: range(k.length),
           y: range(q.length), text: text, colorscale: "Viridis", zmin: data.zmin,
           zmax: data.zmax, xaxis: "x" + suffix, yaxis: "y" + suffix, xgap: 1, ygap: 1,
-          hovertemplate: (heads.length > 1 ? "head " + (head + 1) + "<br>" : "") +
-                         "%{text}<br>weight %{z:.3f}<extra></extra>",
+          hovertemplate: (heads.length > 1 ? numbered(words.headN, head + 1) + "<br>" : "") +
+                         "%{text}<br>" + words.weight + " %{z:.3f}<extra></extra>",
           showscale: n === heads.length - 1,
-          colorbar: { title: { text: "weight", side: "right" }, thickness: 14 }
+          colorbar: { title: { text: words.weight, side: "right" }, thickness: 14 }
         };
       });
       return [traces, layout];
