@@ -46,7 +46,7 @@ book: venv
 	@mkdir -p _build
 	@if [ "$$(cat _build/.labformer-hash 2>/dev/null)" != "$(BOOK_KEY)" ]; then \
 	  echo "labformer, LABFORMER_SEED or ATEN_CPU_CAPABILITY changed: re-executing every notebook"; \
-	  rm -rf _build/.jupyter_cache; fi
+	  rm -rf _build/.jupyter_cache _build/.doctrees _build/zh/_build/.doctrees; fi
 	@echo "$(BOOK_KEY)" > _build/.labformer-hash
 	@# The notebooks first, two at a time, into the execution cache; the build then reads it.
 	@if ! TQDM_DISABLE=1 $(TIMED) "execute notebooks ($(JOBS) at once)" \

@@ -338,10 +338,12 @@ class Sweep:
     above=0)`` holds when the sweep's mean of quantity ``name`` lies above 0 by Student's t
     (one-sided, at the book's family-wise 5 % shared by the chapter's ``k`` verdicts) and this
     run's ``value`` lies in the sweep's t-predictive interval (:func:`predictive_interval`,
-    alpha 1e-5), so a run unlike the ones the sweep saw fails the build (book/checking.md).
+    alpha 5e-6: about a hundred such checks share the book's false-alarm budget of 1e-3 with
+    chapters 11-13's), so a run unlike the ones the sweep saw fails the build
+    (book/checking.md).
     """
 
-    def __init__(self, path: str | os.PathLike[str], verdicts: int = 1, alpha: float = 1e-5,
+    def __init__(self, path: str | os.PathLike[str], verdicts: int = 1, alpha: float = 5e-6,
                  family: float = 0.05) -> None:
         self.path = Path(path)
         try:
@@ -387,10 +389,19 @@ class Sweep:
               holds: object = True) -> bool:
         """``ev.check`` of ``claim``: it holds when the sweep's mean lies beyond ``above`` /
         ``below`` (:meth:`mean_beyond`), this run's ``value`` lies in the sweep's interval, and
-        ``holds`` (a condition on this run alone, if the claim has one) is true."""
+        ``holds`` (a condition on this run alone, if the claim has one) is true.
+
+        ``fmt`` formats the numbers shown; ``fmt="10^"`` (or any format that starts so) marks
+        a quantity held on a log10 scale: the reader sees ``10 ** x`` to three significant
+        digits, and the sweep's mean as a geometric mean."""
         lo, hi = self.interval(name)
         ok = bool(holds) and self.mean_beyond(name, above, below) and lo <= value <= hi
         mean = float(self.values(name).mean())
-        return ev.check(claim, ok, f"this run {fmt.format(value)}; {self.n} runs: mean "
-                                   f"{fmt.format(mean)}, interval {fmt.format(lo)} to "
-                                   f"{fmt.format(hi)}")
+        if fmt.startswith("10^"):
+            def show(x: float) -> str:
+                return f"{10 ** x:.3g}" if abs(x) < 300 else f"10^{x:.0f}"
+            average = "geometric mean"
+        else:
+            show, average = fmt.format, "mean"
+        return ev.check(claim, ok, f"this run {show(value)}; {self.n} runs: {average} "
+                                   f"{show(mean)}, interval {show(lo)} to {show(hi)}")

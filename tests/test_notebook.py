@@ -249,6 +249,13 @@ def test_sweep_holds_a_run_to_its_interval(tmp_path):
     # shared by 3 verdicts: t(1 - 0.05 / 3, 4) = 3.186 -> margin 0.1127
     three = Sweep(path, verdicts=3)
     assert three.mean_beyond("near", above=0.737) and not three.mean_beyond("near", above=0.738)
+    logs = tmp_path / "logs.json"
+    logs.write_text(json.dumps({"runs": [{"seed": s, "log_gap": v}
+                                         for s, v in enumerate([-6.0, -5.0, -4.0])]}))
+    ev = Evidence()
+    Sweep(logs, alpha=0.05).check(ev, "log scale", "log_gap", -5.0, fmt="10^")
+    Sweep(logs).check(ev, "wide", "log_gap", -5.0, fmt="10^")  # no overflow at 10^(+-1000)
+    assert ev.claims[0][2].startswith("this run 1e-05; 3 runs: geometric mean 1e-05, interval ")
     with pytest.raises(KeyError, match="no quantity 'far'"):
         sweep.values("far")
     with pytest.raises(FileNotFoundError, match="claim_sweep.py --write"):
