@@ -69,7 +69,11 @@ def test_attention_explorers_work_offline(html_dir: Path, server: str) -> None:
                         hover = ex.locator(".hoverlayer .hovertext")
                         hover.first.wait_for(state="attached", timeout=5_000)
                         text = hover.first.text_content() or ""
-                        if not re.search(r"query \d+: .+key \d+: .+weight \d\.\d{3}", text):
+                        # in the page's language: query/key/weight, or 查询/键/权重
+                        words = (("查询", "键", "权重") if rel.startswith("zh/")
+                                 else ("query", "key", "weight"))
+                        if not re.search(r"{} \d+: .+{} \d+: .+{} \d\.\d{{3}}".format(*words),
+                                         text):
                             problems.append(f"{rel}: explorer {n}: hover shows {text!r}, "
                                             "not its query, key and weight")
                         if not shot:
