@@ -25,6 +25,16 @@ __all__ = ["SEED_ENV", "ClaimFailed", "Evidence", "Sweep", "decide", "evidence",
 #: be re-run with another seed without editing a notebook: ``LABFORMER_SEED=3 make test``.
 SEED_ENV = "LABFORMER_SEED"
 
+#: The smallest text a figure may show, in CSS px on a 1x screen (at 96 px per inch a point is
+#: 4/3 px, so 11 px is 8.25 pt): a chapter whose figure holds smaller text fails to build.
+MIN_TEXT_PX = 11.0
+#: Width of the book's content column in CSS px at a 1280 px window (the narrow end of its
+#: 720-896 px): a figure whose saved width is wider is shrunk by COLUMN_PX / width, its text
+#: with it.
+COLUMN_PX = 720.0
+#: CSS px per inch and per point: a figure shows at its size in inches.
+_PX_PER_INCH = 96.0
+
 
 def resolve_seed(seed: int = 0) -> int:
     """``seed``, or the integer in ``$LABFORMER_SEED`` when that variable is set and not empty."""
@@ -74,12 +84,14 @@ def setup_notebook(seed: int = 0, precision: int = 4, threads: int | None = 1) -
 
 
 def _inline_figures() -> None:
-    """In IPython: figures as 2x PNGs shown at their size in inches, each exactly once.
+    """In IPython: figures as 2x PNGs shown at their size in inches, each exactly once, and
+    none with text smaller than :data:`MIN_TEXT_PX` as shown in the column.
 
     "retina" PNGs carry their display size, so they are sharp on high-DPI screens and are
     not shrunk in the book's column. A Figure returned as a cell's last value is closed once
-    drawn, so the inline backend does not draw it a second time at the end of the cell.
-    Outside IPython (scripts, tests) nothing changes.
+    drawn, so the inline backend does not draw it a second time at the end of the cell. A
+    figure with too small a text raises ValueError (:func:`_check_text_sizes`) and fails its
+    cell. Outside IPython (scripts, tests) nothing changes.
     """
     try:
         from IPython import get_ipython
@@ -98,16 +110,101 @@ def _inline_figures() -> None:
     if getattr(draw, "_labformer_closes", False):
         return
 
+    # A formatter's error is only printed (the cell still succeeds), so the first error of a
+    # cell is also made the cell's own: after the cell, the kernel reports it as failed.
+    errors: list[BaseException] = []
+
     def draw_once(fig: Figure) -> object:
         try:
+            _check_text_sizes(fig)
             return draw(fig)
+        except Exception as exc:
+            errors.append(exc)
+            raise
         finally:
             plt.close(fig)
 
+    def fail_cell(result: Any) -> None:
+        if errors and result.error_in_exec is None and result.error_before_exec is None:
+            result.error_in_exec = errors[0]
+        errors.clear()
+
     draw_once._labformer_closes = True  # type: ignore[attr-defined]
     png.for_type(Figure, draw_once)
+    shell.events.register("pre_run_cell", lambda info: errors.clear())
+    shell.events.register("post_run_cell", fail_cell)
     # The plain-text "<Figure size 672x403 with 1 Axes>" that sits beside the image.
     shell.display_formatter.formatters["text/plain"].for_type(Figure, lambda fig, p, cycle: None)
+
+
+def _shown_width_px(fig: Any) -> float:
+    """The width a figure shows at in CSS px, before the column shrinks it: its tight bounding
+    box (as the inline backend saves it, with 0.1 in of padding), or its own width."""
+    width = float(fig.get_figwidth())
+    get_renderer = getattr(fig.canvas, "get_renderer", None)
+    if get_renderer is not None:
+        try:
+            bbox = fig.get_tightbbox(get_renderer())
+            width = float(bbox.width) + 2 * 0.1
+        except Exception:  # pragma: no cover (a canvas without a usable renderer)
+            pass
+    return width * _PX_PER_INCH
+
+
+def _shown_texts(artist: Any) -> Iterator[Any]:
+    """Every Text artist under ``artist`` that is drawn: visible, with visible parents, not
+    empty, and not an axis of axes whose axis lines and labels are switched off."""
+    from matplotlib.axes import Axes
+    from matplotlib.axis import Axis
+    from matplotlib.text import Text
+
+    for child in artist.get_children():
+        if not child.get_visible():
+            continue
+        if isinstance(child, Axis) and not getattr(child.axes, "axison", True):
+            continue
+        if isinstance(child, Text) and child.get_text().strip():
+            yield child
+        if isinstance(child, Axes) or child.get_children():
+            yield from _shown_texts(child)
+
+
+def _figure_name(fig: Any) -> str:
+    suptitle = getattr(fig, "_suptitle", None)
+    if suptitle is not None and suptitle.get_text().strip():
+        return repr(suptitle.get_text())
+    for ax in fig.axes:
+        for loc in ("center", "left", "right"):
+            if ax.get_title(loc).strip():
+                return repr(ax.get_title(loc))
+    return f"an untitled figure with {len(fig.axes)} axes"
+
+
+def _check_text_sizes(fig: Any, min_px: float = MIN_TEXT_PX, column_px: float = COLUMN_PX) -> None:
+    """Raises ValueError naming ``fig`` and its texts that show smaller than ``min_px`` CSS px.
+
+    A text of ``s`` points shows at ``s * 96 / 72`` px, times ``column_px / width`` when the
+    figure's saved width (in CSS px) is wider than the column and is shrunk to fit it."""
+    width = _shown_width_px(fig)
+    scale = min(1.0, column_px / width) if width > 0 else 1.0
+    small: list[tuple[str, float, float]] = []
+    seen: set[int] = set()
+    for text in _shown_texts(fig):
+        if id(text) in seen:
+            continue
+        seen.add(id(text))
+        points = float(text.get_fontsize())
+        px = points * _PX_PER_INCH / 72 * scale
+        if px < min_px - 1e-9:
+            small.append((text.get_text(), points, px))
+    if not small:
+        return
+    shown = "; ".join(f"{t!r} at {px:.1f} px ({pt:g} pt)" for t, pt, px in small[:5])
+    more = f"; and {len(small) - 5} more" if len(small) > 5 else ""
+    shrunk = (f" (the figure is {width:.0f} px wide, shrunk to the {column_px:.0f} px column)"
+              if scale < 1 else "")
+    raise ValueError(f"figure {_figure_name(fig)} has text smaller than the {min_px:g} px "
+                     f"minimum{shrunk}: {shown}{more}")
 
 
 def human_number(x: Any, digits: int = 3) -> str:
@@ -150,7 +247,7 @@ class ClaimFailed(AssertionError):
 
 @dataclass
 class Evidence:
-    """Claims checked in one cell, each with what was measured; shown as a list of ✓ lines.
+    """Claims checked in one cell, each with what was measured; shown folded to one line.
 
     ``check`` records a claim; ``verify`` raises :class:`ClaimFailed` naming every claim that
     does not hold, so a notebook with a false claim fails to build. Use it through
@@ -160,6 +257,8 @@ class Evidence:
 
     title: str = ""
     claims: list[tuple[str, bool, str]] = field(default_factory=list)
+    #: shown opened rather than folded to one line (a headline claim the prose leans on)
+    opened: bool = False
 
     def check(self, claim: str, holds: object, measured: str = "") -> bool:
         """Records ``claim`` with whether it ``holds`` and the ``measured`` values behind it.
@@ -197,30 +296,51 @@ class Evidence:
         return "\n".join(head + [f"{'✓' if ok else '✗'} {c}" + (f": {m}" if m else "")
                                   for c, ok, m in self.claims])
 
+    def tally(self) -> str:
+        """The folded line's count: "7 checks hold", "1 check holds", "2 of 7 checks fail"."""
+        n, failed = len(self.claims), sum(not ok for _, ok, _ in self.claims)
+        if failed:
+            return f"{failed} of {n} checks fail"
+        return f"{n} check holds" if n == 1 else f"{n} checks hold"
+
     def _repr_html_(self) -> str:
+        """One line that says what was checked and how it came out; the claims one click away.
+
+        The line is a ``<details>`` summary: the count, then the title or the first claim
+        (cut to one line by the stylesheet). A block with a failed claim, or one made with
+        ``evidence(..., open=True)`` (a headline claim the prose leans on), shows opened.
+        """
         items = "".join(
             f'<li class="{"lf-holds" if ok else "lf-fails"}"><span class="lf-claim">'
             f"{html.escape(c)}</span>"
             + (f'<span class="lf-measured">{html.escape(m)}</span>' if m else "") + "</li>"
             for c, ok, m in self.claims)
-        title = f'<p class="lf-evidence-title">{html.escape(self.title)}</p>' if self.title else ""
-        return f'<div class="lf-evidence">{title}<ul>{items}</ul></div>'
+        ok = all(holds for _, holds, _ in self.claims)
+        lead = (f'<span class="lf-evidence-title">{html.escape(self.title)}</span>' if self.title
+                else f'<span class="lf-claim">{html.escape(self.claims[0][0])}</span>'
+                if self.claims else "")
+        summary = (f'<summary class="{"lf-holds" if ok else "lf-fails"}">'
+                   f'<span class="lf-tally">{self.tally()}</span>'
+                   f'<span class="lf-lead">{lead}</span></summary>')
+        opened = " open" if self.opened or not ok else ""
+        return f'<details class="lf-evidence"{opened}>{summary}<ul>{items}</ul></details>'
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(str(self))
 
 
 @contextmanager
-def evidence(title: str = "") -> Iterator[Evidence]:
+def evidence(title: str = "", *, open: bool = False) -> Iterator[Evidence]:
     """Checks claims and shows them: ``with evidence() as ev: assert ev.check(claim, holds,
     measured)``.
 
     ``check`` returns whether the claim holds, so each claim is an ``assert`` of its own; a
     failed one ends the block with :class:`ClaimFailed`, the claim and its values in the
     message (so does any claim recorded false without an assert). Otherwise the list is shown:
-    in a notebook as ✓ lines, each followed by its measured values; elsewhere printed.
+    in a notebook as one line ("✓ 7 checks hold: the first claim …") that opens to the ✓ lines,
+    each followed by its measured values (``open=True``: shown opened); elsewhere printed.
     """
-    ev = Evidence(title)
+    ev = Evidence(title, opened=open)
     try:
         yield ev
     except AssertionError as exc:

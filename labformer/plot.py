@@ -43,6 +43,9 @@ __all__ = [
 FIGURE_WIDTH = 7.0
 #: Screen pixels per inch of a figure (CSS's 96): a figure shows at its size in inches.
 FIGURE_DPI = 96
+#: The smallest token label of :func:`attention_grid`, in points: 11 CSS px at 96 px per inch,
+#: the smallest text a figure may show (labformer.notebook.MIN_TEXT_PX).
+GRID_MIN_LABEL_PT = 8.5
 #: The book's one plot style (seaborn "whitegrid", text as large as the body text).
 STYLE: dict[str, object] = {
     "figure.figsize": (FIGURE_WIDTH, 4.2),
@@ -195,8 +198,10 @@ def attention_grid(
     """(N, h, T_q, T_k) weights as a grid: a row per layer, a column per head, one colour scale
     (0 to 1 for attention weights, the data's range otherwise) with its colour bar.
 
-    Layers and heads are counted from 1, as in the text. Token labels shrink with the panels
-    (down to 6 pt) so that neighbouring labels never overlap."""
+    Layers and heads are counted from 1, as in the text. Token labels shrink with the panels,
+    down to :data:`GRID_MIN_LABEL_PT` (11 px on screen, the book's smallest text); where a
+    token has less room than that, every 2nd (3rd, ...) token is labelled instead, so that
+    neighbouring labels never overlap."""
     w = weights.detach().cpu().float().numpy() if isinstance(weights, torch.Tensor) else weights
     w = np.asarray(w, dtype=float)
     if w.ndim != 4:
@@ -208,13 +213,20 @@ def attention_grid(
     vmin, vmax = (0.0, 1.0) if lo >= 0.0 and hi <= 1.0 else (min(lo, 0.0), max(hi, 1e-9))
     # A label's height is its font size: at most 80 % of the room a token has on either axis.
     room = 72 * 0.8 * min(cell * 0.85 / max(t_k, 1), fig.get_figheight() / n * 0.7 / max(t_q, 1))
-    size = float(np.clip(room, 6.0, 10.0))
+    size = float(np.clip(room, GRID_MIN_LABEL_PT, 10.0))
+    every = max(1, int(np.ceil(size / room - 1e-9)))  # label every ``every``-th token
+
+    def thinned(tokens: Sequence[str] | None, show: bool) -> list[str] | bool:
+        if tokens is None or not show:
+            return False
+        return [t if i % every == 0 else "" for i, t in enumerate(tokens)]
+
     for layer in range(n):
         for head in range(h):
             ax = axes[layer, head]
             sns.heatmap(w[layer, head], ax=ax, cmap="viridis", vmin=vmin, vmax=vmax, cbar=False,
-                        xticklabels=list(keys) if keys is not None and layer == n - 1 else False,
-                        yticklabels=list(queries) if queries is not None and head == 0 else False)
+                        xticklabels=thinned(keys, layer == n - 1),
+                        yticklabels=thinned(queries, head == 0))
             ax.tick_params(axis="x", labelrotation=90, labelsize=size)
             ax.tick_params(axis="y", labelrotation=0, labelsize=size)
             if layer == 0:

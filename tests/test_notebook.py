@@ -107,6 +107,94 @@ def test_in_ipython_a_returned_figure_shows_once_as_a_sharp_png(restore_threads)
         InteractiveShell.clear_instance()
 
 
+@pytest.fixture
+def inline_shell(restore_threads):
+    """An IPython shell after a chapter's setup_notebook: figures go through _inline_figures."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    try:
+        shell.run_cell("from labformer import setup_notebook; setup_notebook(seed=0)")
+        yield shell
+    finally:
+        InteractiveShell.clear_instance()
+
+
+def test_a_figure_with_too_small_text_fails_naming_the_text(inline_shell):
+    import matplotlib.pyplot as plt
+
+    from labformer.notebook import MIN_TEXT_PX, _check_text_sizes
+
+    fig, ax = plt.subplots()
+    ax.plot([0, 1])
+    ax.set_title("tiny ticks")
+    ax.set_xticks([0, 1], ["left", "right"], fontsize=7)  # 7 pt: 9.3 px
+    with pytest.raises(ValueError, match=r"'tiny ticks'.*'left' at 9\.3 px \(7 pt\)") as err:
+        _check_text_sizes(fig)
+    assert f"{MIN_TEXT_PX:g} px minimum" in str(err.value) and "'right'" in str(err.value)
+    # Shown in a cell: the figure's error is the cell's, so the chapter fails to build.
+    result = inline_shell.run_cell(
+        "import matplotlib.pyplot as plt\n"
+        "fig, ax = plt.subplots()\n"
+        "ax.plot([0, 1], label='small legend')\n"
+        "ax.legend(fontsize=6)\n"
+        "fig")
+    assert not result.success and isinstance(result.error_in_exec, ValueError)
+    assert "'small legend' at 8.0 px" in str(result.error_in_exec)
+    assert inline_shell.run_cell("1 + 1").success  # the next cell is not blamed for it
+    plt.close("all")
+
+
+def test_the_book_style_passes_the_text_size_check(inline_shell):
+    import matplotlib.pyplot as plt
+
+    from labformer.notebook import _check_text_sizes
+    from labformer.plot import attention_heatmap, panels
+
+    fig, axes = panels(1, 2)
+    for ax in axes.flat:
+        ax.plot([0, 1], label="a curve")
+        ax.set(title="a title", xlabel="x", ylabel="y")
+        ax.legend(title="legend")
+        ax.annotate("a note", (0.5, 0.5))
+    fig.suptitle("a suptitle")
+    _check_text_sizes(fig)
+    heat = attention_heatmap(np.eye(4), list("abcd"), list("wxyz"), annotate=True)
+    _check_text_sizes(heat)  # annotations, tick labels and the colour bar's ticks
+    result = inline_shell.run_cell(
+        "import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.plot([0, 1])\nfig")
+    assert result.success
+    # Hidden texts do not count: an invisible label, and the ticks of axes switched off.
+    off, ax = plt.subplots()
+    ax.set_xlabel("hidden", fontsize=5, visible=False)
+    ax.set_xticks([0, 1], ["a", "b"], fontsize=5)
+    ax.axis("off")
+    _check_text_sizes(off)
+    plt.close("all")
+
+
+def test_a_wide_figure_is_judged_at_its_shrunk_size(inline_shell):
+    import matplotlib.pyplot as plt
+
+    from labformer.notebook import COLUMN_PX, _check_text_sizes
+
+    # 12 pt is 16 px at full size; a 14-inch figure (about 1100 px once its margins are
+    # cropped) is shrunk to the column and its 12 pt text shows at about 10.5 px.
+    fig, ax = plt.subplots(figsize=(14, 3))
+    ax.plot([0, 1])
+    ax.set_title("wide")
+    with pytest.raises(ValueError, match=r"'wide'.*shrunk to the 720 px column") as err:
+        _check_text_sizes(fig)
+    assert "'0.0' at 10.5 px (12 pt)" in str(err.value)
+    _check_text_sizes(fig, column_px=2 * COLUMN_PX)  # in a column twice as wide it passes
+    fig.set_size_inches(7, 3)  # the book's width: shown unscaled
+    _check_text_sizes(fig)
+    plt.close("all")
+
+
 def test_numbers_and_tables_for_humans():
     from labformer.notebook import human_number, table
 
@@ -132,7 +220,30 @@ def test_evidence_shows_claims_with_their_values(capsys):
     assert out.splitlines() == ["Scaling", "✓ the variance is d_k: 63.8 at d_k = 64",
                                 "✓ the weights sum to 1"]
     html_list = ev._repr_html_()
-    assert html_list.count('class="lf-holds"') == 2 and "63.8 at d_k = 64" in html_list
+    assert html_list.count('<li class="lf-holds"') == 2 and "63.8 at d_k = 64" in html_list
+    # folded to one line: the count and the title, the claims one click away
+    assert html_list.startswith('<details class="lf-evidence"><summary class="lf-holds">')
+    assert '<span class="lf-tally">2 checks hold</span>' in html_list
+    assert '<span class="lf-lead"><span class="lf-evidence-title">Scaling</span>' in html_list
+
+
+def test_evidence_folds_to_a_line_that_names_what_was_checked():
+    from labformer.notebook import Evidence, evidence
+
+    with evidence() as ev:
+        ev.check("the weights sum to 1", True, "max gap 2.0e-07")
+    one = ev._repr_html_()
+    assert "<details class=\"lf-evidence\"><summary" in one and " open" not in one
+    assert '<span class="lf-tally">1 check holds</span>' in one
+    assert '<span class="lf-lead"><span class="lf-claim">the weights sum to 1</span>' in one
+    with evidence(open=True) as headline:
+        headline.check("the model learns the task", True)
+    assert headline._repr_html_().startswith('<details class="lf-evidence" open>')
+    # a block with a false claim is never folded: it says how many failed
+    failed = Evidence(claims=[("a", True, ""), ("b", False, "x"), ("c", False, "")])
+    assert failed.tally() == "2 of 3 checks fail"
+    assert failed._repr_html_().startswith('<details class="lf-evidence" open><summary '
+                                           'class="lf-fails">')
 
 
 def test_a_false_claim_fails_with_the_claim_in_the_message():

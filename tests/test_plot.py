@@ -178,7 +178,13 @@ def test_explorer_marker_matches_the_book_extension():
 
 
 def test_panels_one_width_and_helpers_fit_it():
-    from labformer.plot import FIGURE_WIDTH, attention_grid, panels, signed_heatmap
+    from labformer.plot import (
+        FIGURE_WIDTH,
+        GRID_MIN_LABEL_PT,
+        attention_grid,
+        panels,
+        signed_heatmap,
+    )
 
     fig, axes = panels(2, 3)
     assert axes.shape == (2, 3) and fig.get_figwidth() == FIGURE_WIDTH
@@ -190,12 +196,20 @@ def test_panels_one_width_and_helpers_fit_it():
     assert grid.axes[0].get_title() == "head 1" and grid.axes[0].get_ylabel() == "layer 1"
     assert grid.axes[0].collections[0].get_clim() == (0.0, 1.0)  # weights: one scale, 0 to 1
     assert grid.axes[-1].get_ylabel() == "attention weight"
-    # Many tokens on narrow panels: labels shrink so neighbours cannot overlap (>= 6 pt).
+    # Many tokens on narrow panels: labels shrink, but not below 8.5 pt (11 px); where a
+    # token has less room, every 2nd token is labelled, so neighbours cannot overlap.
     crowded = attention_grid(torch.rand(2, 4, 14, 14).softmax(-1), list("abcdefghijklmn"),
                              list("abcdefghijklmn"))
-    size = crowded.axes[4].get_xticklabels()[0].get_fontsize()
+    labels = crowded.axes[4].get_xticklabels()
+    size = labels[0].get_fontsize()
     room = 72 * FIGURE_WIDTH / 4 * 0.85 / 14  # points per column
-    assert 6 <= size <= 0.8 * room + 1e-9
+    every = next(i for i, t in enumerate(labels[1:], 1) if t.get_text())
+    assert size == GRID_MIN_LABEL_PT and size <= 0.8 * room * every + 1e-9
+    assert [t.get_text() for t in labels] == [c if i % every == 0 else ""
+                                              for i, c in enumerate("abcdefghijklmn")]
+    assert every == 2
+    roomy = attention_grid(torch.rand(1, 2, 5, 5).softmax(-1), list("abcde"), list("abcde"))
+    assert all(t.get_text() for t in roomy.axes[0].get_yticklabels())  # room: all labelled
     with pytest.raises(ValueError, match=r"\(N, h, T_q, T_k\)"):
         attention_grid(torch.rand(4, 5, 6))
     heads = attention_heads(torch.rand(8, 10, 10))

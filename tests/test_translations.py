@@ -183,6 +183,10 @@ def test_claims_are_templated_and_filled_with_this_runs_numbers() -> None:
     assert '<span class="lf-claim">x &lt; y for 3 rows</span>' in out  # not in the table
     assert '<span class="lf-measured" lang="zh-CN">(28, 4)</span>' in out  # no words
     assert missing == ["x < y for {0} rows"]
+    # the folded line's count is a catalogue entry like any claim
+    folded = claims.translate_body('<span class="lf-tally">7 checks hold</span>',
+                                   {"{0} checks hold": "{0} 项检查全部成立"})
+    assert folded == '<span class="lf-tally" lang="zh-CN">7 项检查全部成立</span>'
     wrong = [{"en": "a {0} b {1}", "zh": "甲 {0}"}, {"en": "a b", "zh": ""},
              {"en": "ab cd {0}", "zh": "ab cd {0}"}]
     found = claims.problems(wrong)

@@ -4,8 +4,9 @@
     python book/_ext/claims.py check [PAGE ...] # every claim translated, placeholders kept
     python book/_ext/claims.py missing          # the claims still to translate, as JSON
 
-A chapter's check cells run once and their output (``labformer.notebook.evidence``: a list of
-``<span class="lf-claim">`` and ``<span class="lf-measured">``) is the same in both editions.
+A chapter's check cells run once and their output (``labformer.notebook.evidence``: a line
+``<span class="lf-tally">`` that counts the checks, then a list of ``<span class="lf-claim">``
+and ``<span class="lf-measured">``) is the same in both editions.
 The Chinese edition translates it while Sphinx writes each page (the extension ``setup`` below,
 active only when the book's language is Chinese): every number of the English text becomes a
 placeholder ``{0}``, ``{1}``, ... (a *template*), the template is looked up in
@@ -34,7 +35,7 @@ ENGLISH_HTML = ROOT / "_build" / "html" / "book"
 #: factor such as x1939 is a number.
 NUMBER = re.compile(r"(?<![A-Za-wyz_\d.])[-+−]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
 PLACEHOLDER = re.compile(r"\{(\d+)\}")
-SPAN = re.compile(r'<span class="(lf-claim|lf-measured)">(.*?)</span>', re.S)
+SPAN = re.compile(r'<span class="(lf-claim|lf-measured|lf-tally)">(.*?)</span>', re.S)
 WORD = re.compile(r"[A-Za-z]{2,}")
 
 

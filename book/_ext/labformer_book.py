@@ -142,6 +142,32 @@ TOGGLE_WORDS = {
         "Show solution": "显示答案", "Hide solution": "隐藏答案",
         "Toggle hidden content": "显示或隐藏",
         "Show the imports": "显示导入的模块", "Hide the imports": "隐藏导入的模块",
+        # The prompts of collapsed cells (their code_prompt_show and code_prompt_hide), each
+        # chapter's in turn; tests/test_book_cells.py holds this list to the notebooks.
+        "Show how 16 random layers are measured at each width":
+            "显示如何在每个宽度上测量 16 个随机层",
+        "Hide how 16 random layers are measured at each width":
+            "隐藏如何在每个宽度上测量 16 个随机层",
+        "Show how memory, depth and time are measured": "显示内存、深度与时间如何测量",
+        "Hide how memory, depth and time are measured": "隐藏内存、深度与时间如何测量",
+        "Show the comparison with the formula written out": "显示与展开写出的公式的比较",
+        "Hide the comparison with the formula written out": "隐藏与展开写出的公式的比较",
+        "Show the imports (Transformer, residual connection)":
+            "显示导入的模块（Transformer、残差连接）",
+        "Show how each setting is trained": "显示每种设置如何训练",
+        "Hide how each setting is trained": "隐藏每种设置如何训练",
+        "Show the imports (Transformer and its layers)": "显示导入的模块（Transformer 及其各层）",
+        "Show how the dropouts are counted": "显示如何统计随机失活模块",
+        "Hide how the dropouts are counted": "隐藏如何统计随机失活模块",
+        "Show the imports (masks and layers)": "显示导入的模块（掩码与各层）",
+        "Show the imports (losses, label smoothing)": "显示导入的模块（损失函数、标签平滑）",
+        "Show the imports (greedy decoding, beam search)": "显示导入的模块（贪心解码、束搜索）",
+        "Show the learning-rate tuning table": "显示学习率调优表",
+        "Hide the learning-rate tuning table": "隐藏学习率调优表",
+        "Show how the GRU is trained at equal CPU time":
+            "显示门控循环单元如何以相同的处理器时间训练",
+        "Hide how the GRU is trained at equal CPU time":
+            "隐藏门控循环单元如何以相同的处理器时间训练",
     },
 }
 

@@ -1,0 +1,99 @@
+"""What a reader sees of the chapters' code: the lesson in view, the plumbing collapsed.
+
+A code cell is visible unless its tags hide it (hide-input, remove-input, remove-cell,
+hide-cell). Experiment plumbing (imports, seed sweeps, tuning loops, timing harnesses, tables)
+is collapsed with ``hide-input`` and a prompt that says what it hides, and every prompt has its
+Chinese in book/_ext/labformer_book.py (TOGGLE_WORDS), which the Chinese edition shows instead.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTERS = sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
+HIDDEN = {"hide-input", "remove-input", "remove-cell", "hide-cell"}
+#: Visible code lines the whole book may show; 2,668 when this test was written.
+MAX_VISIBLE_LINES = 2800
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def _code_cells() -> list[tuple[str, int, dict]]:
+    """(notebook, index, cell) for every code cell of the chapters."""
+    assert len(CHAPTERS) >= 13
+    return [(path.name, n, cell) for path in CHAPTERS
+            for n, cell in enumerate(json.loads(path.read_text(encoding="utf-8"))["cells"])
+            if cell["cell_type"] == "code"]
+
+
+def _tags(cell: dict) -> set[str]:
+    return set(cell.get("metadata", {}).get("tags", []))
+
+
+def _lines(cell: dict) -> int:
+    return len("".join(cell["source"]).splitlines())
+
+
+def _toggle_words() -> dict[str, str]:
+    spec = importlib.util.spec_from_file_location(
+        "labformer_book", ROOT / "book" / "_ext" / "labformer_book.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("labformer_book", module)
+    spec.loader.exec_module(module)
+    return module.TOGGLE_WORDS["zh_CN"]
+
+
+def test_visible_code_stays_within_the_budget() -> None:
+    visible = [(_lines(cell), name, n) for name, n, cell in _code_cells()
+               if not _tags(cell) & HIDDEN]
+    total = sum(lines for lines, *_ in visible)
+    largest = ", ".join(f"{name} cell {n} ({lines} lines)"
+                        for lines, name, n in sorted(visible, reverse=True)[:5])
+    assert total > 1000, "the count found no code"
+    assert total <= MAX_VISIBLE_LINES, (
+        f"{total} visible code lines in the book, more than {MAX_VISIBLE_LINES}: collapse "
+        f"plumbing (tag hide-input, with a code_prompt_show). The largest visible cells: "
+        f"{largest}")
+
+
+def test_import_cells_are_collapsed_as_imports() -> None:
+    """A cell that starts with imports is collapsed with the imports tag and its prompt."""
+    problems = []
+    for name, n, cell in _code_cells():
+        first = "".join(cell["source"]).lstrip()
+        if "solution" in _tags(cell) or not first.startswith(("import ", "from ")):
+            continue
+        prompts = cell.get("metadata", {}).get("mystnb", {})
+        if not {"hide-input", "imports"} <= _tags(cell):
+            problems.append(f"{name} cell {n}: tags {sorted(_tags(cell))}")
+        elif not prompts.get("code_prompt_show", "").startswith("Show the imports"):
+            problems.append(f"{name} cell {n}: prompt {prompts.get('code_prompt_show')!r}")
+    assert not problems, "import cells not collapsed as imports:\n" + "\n".join(problems)
+
+
+def test_every_prompt_of_a_collapsed_cell_has_its_chinese() -> None:
+    words = _toggle_words()
+    problems = []
+    for name, n, cell in _code_cells():
+        prompts = cell.get("metadata", {}).get("mystnb", {})
+        show, hide = prompts.get("code_prompt_show"), prompts.get("code_prompt_hide")
+        if (show is None) != (hide is None):
+            problems.append(f"{name} cell {n}: a show prompt without its hide prompt")
+        if show and "hide-input" in _tags(cell) and not show.startswith("Show "):
+            problems.append(f"{name} cell {n}: {show!r} does not start with 'Show '")
+        for prompt in (show, hide):
+            if prompt is None:
+                continue
+            chinese = words.get(prompt, "")
+            if not CJK.search(chinese):
+                problems.append(f"{name} cell {n}: {prompt!r} has no Chinese in TOGGLE_WORDS")
+            elif re.search(r"[A-Za-z]{2,}", chinese.replace("Transformer", "")):
+                problems.append(f"{name} cell {n}: {chinese!r} keeps English words")
+            if re.search(r"[<>&\"']", prompt):  # escaped in HTML: translate_toggles misses it
+                problems.append(f"{name} cell {n}: {prompt!r} holds a character HTML escapes")
+    assert not problems, "\n".join(problems)
