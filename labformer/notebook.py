@@ -19,7 +19,8 @@ import numpy as np
 import torch
 
 __all__ = ["SEED_ENV", "ClaimFailed", "Evidence", "Sweep", "decide", "evidence", "human_number",
-           "predictive_interval", "resolve_seed", "setup_notebook", "t_quantile", "table"]
+           "measured_text", "predictive_interval", "resolve_seed", "setup_notebook", "shape_text",
+           "t_quantile", "table"]
 
 #: Environment variable that overrides the seed a chapter asks for, so that the whole book can
 #: be re-run with another seed without editing a notebook: ``LABFORMER_SEED=3 make test``.
@@ -241,6 +242,67 @@ def table(data: Any, *, digits: int = 3, index: bool = False) -> Any:
     return styler if index else styler.hide(axis="index")
 
 
+def shape_text(shape: Any) -> str:
+    """A shape as a reader writes it: ``(28000, 1000, 1000)`` -> "28000 × 1000 × 1000"; a
+    tensor or array gives its own shape; a shape of no dimensions is "a scalar"."""
+    dims = tuple(getattr(shape, "shape", shape))
+    return " × ".join(str(int(d)) for d in dims) if dims else "a scalar"
+
+
+#: Separators of a collection's items: the first that no item's own text holds, so that
+#: [[1, 2], [3, 4]] reads "1, 2; 3, 4" and [1000, 2000] reads "1,000; 2,000".
+_SEPARATORS = (", ", "; ", " | ")
+
+
+def _joined(texts: list[str]) -> str:
+    for sep in _SEPARATORS:
+        if not any(sep.strip() in t for t in texts):
+            return sep.join(texts)
+    return _SEPARATORS[-1].join(texts)
+
+
+def measured_text(value: Any, digits: int = 3) -> str:
+    """A measured value as a reader expects it, never a Python repr.
+
+    A string is kept as it is. Numbers go through :func:`human_number` (``digits``
+    significant decimals); a bool reads "yes" or "no", None and an empty collection "none". A
+    list, tuple or set shows its items joined by ", " (strings unquoted), a nested one its rows
+    joined by "; " (as are numbers with a thousands separator); a dict shows "key: value"
+    pairs; a NumPy array or a tensor shows its
+    values the same way (one value alone as a number); a ``torch.Size`` shows as a shape,
+    "2 × 4 × 5" (:func:`shape_text`; a plain tuple meant as a shape is better passed through
+    it at the call site).
+    """
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return "none"
+    if isinstance(value, torch.Size):
+        return shape_text(value)
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if isinstance(value, torch.Tensor):
+        value = value.detach().cpu()
+        value = value.item() if value.ndim == 0 else value.tolist()
+    elif isinstance(value, np.ndarray):
+        value = value.item() if value.ndim == 0 else value.tolist()
+    elif isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if isinstance(value, (int, float)):
+        return human_number(value, digits)
+    if isinstance(value, (list, tuple, set, frozenset, dict)):
+        if not value:
+            return "none"
+        if isinstance(value, dict):
+            return _joined([f"{measured_text(k, digits)}: {measured_text(v, digits)}"
+                            for k, v in value.items()])
+        items = sorted(value, key=str) if isinstance(value, (set, frozenset)) else value
+        return _joined([measured_text(v, digits) for v in items])
+    return str(value)
+
+
 class ClaimFailed(AssertionError):
     """A claim a chapter makes did not hold on this run: the message names it and its values."""
 
@@ -260,16 +322,18 @@ class Evidence:
     #: shown opened rather than folded to one line (a headline claim the prose leans on)
     opened: bool = False
 
-    def check(self, claim: str, holds: object, measured: str = "") -> bool:
+    def check(self, claim: str, holds: object, measured: object = "") -> bool:
         """Records ``claim`` with whether it ``holds`` and the ``measured`` values behind it.
 
         ``holds`` must be a truth value: a bool, a NumPy bool or a one-element tensor (a
-        tensor of several elements raises, as it would in an ``assert``).
+        tensor of several elements raises, as it would in an ``assert``). ``measured`` is the
+        text shown, or a value that :func:`measured_text` writes for a reader (a number, a
+        list, an array, a tensor, a shape).
         """
         if not claim.strip():
             raise ValueError("a check needs the claim it tests, in words")
         ok = bool(holds)
-        self.claims.append((claim, ok, measured))
+        self.claims.append((claim, ok, measured_text(measured)))
         return ok
 
     def failure(self) -> ClaimFailed | None:

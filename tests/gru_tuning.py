@@ -1,8 +1,8 @@
-"""Chapter 11's baseline comparison: each model's learning rate tuned at equal CPU time.
+"""Chapter 14's baseline comparison: each model's learning rate tuned at equal CPU time.
 
 What it runs. On the generated corpus (``generate_corpus()``, the chapter's data), the
 Transformer of ``labformer.translate`` (MODEL_DEFAULTS) and chapter 1's GRU with additive
-attention (``Seq2SeqRNN``, 128-dimensional, as chapter 11 builds it) are trained on the same
+attention (``Seq2SeqRNN``, 128-dimensional, as chapter 14 builds it) are trained on the same
 96-pair batches, loss (label smoothing 0.1), AdamW (betas 0.9/0.98, decay 0.01), clipping
 and schedule shape (linear warm-up, then 1/sqrt(step)), for the SAME CPU time:
 
@@ -17,7 +17,7 @@ the initial weights, the batches, their order and dropout). Each run is scored b
 corpus BLEU on the 1000 validation pairs (the tuning criterion) and on the 1000 test pairs
 (reported only). One process, one thread: about 20 minutes on an idle core.
 
-Reproduce the table that chapter 11 stores:
+Reproduce the table that chapter 14 stores:
 
     cd /work/main && OMP_NUM_THREADS=1 .venv/bin/python tests/gru_tuning.py
 

@@ -75,3 +75,56 @@ def test_every_english_content_word_of_the_lexicon_has_a_french_form():
         assert noun.fr in table[noun.en]
     for adj in lx.ADJECTIVES:
         assert set(adj.forms) <= table[adj.en]
+
+
+def test_attention_views_and_alignment_hits_on_a_tiny_model():
+    """labformer.alignment: teacher-forced batches, maps of the right shapes, hits that count
+    only aligned words, and a view that points at the aligned word hits every time."""
+    import torch
+
+    from labformer.alignment import (
+        alignment_table,
+        attention_maps,
+        cross_attention_views,
+        padded,
+        teacher_forced,
+    )
+    from labformer.data import Vocab
+    from labformer.translate import Translator, build_model
+
+    pairs = [("le chat noir mange une pomme rouge.", "the black cat eats a red apple."),
+             ("le chien dort.", "the dog sleeps.")]
+    sv = Vocab.build([tokenize(s) for s, _ in pairs])
+    tv = Vocab.build([tokenize(t) for _, t in pairs])
+    src, tgt_in = teacher_forced(pairs, sv, tv)
+    assert src.shape == (2, 9) and tgt_in.shape == (2, 9)  # 8 tokens and EOS
+    assert src[1, 5:].tolist() == [sv.pad_id] * 4 and src[1, 4] == sv.eos_id
+    assert tgt_in[:, 0].tolist() == [tv.bos_id] * 2
+    with pytest.raises(ValueError, match="no rows"):
+        padded([], 0)
+
+    model = build_model(sv, tv, d_model=16, num_heads=2, num_encoder_layers=1,
+                        num_decoder_layers=2, d_ff=32, dropout=0.0, max_len=20)
+    maps = attention_maps(model, sv, tv, pairs)
+    assert maps["encoder self"].shape == (1, 2, 2, 9, 9)
+    assert maps["cross"].shape == (2, 2, 2, 9, 9)
+    views = cross_attention_views(Translator(model, sv, tv), pairs)
+    assert views.shape == (2 + 4, 2, 9, 9)
+    assert torch.allclose(views[1], maps["cross"][1].mean(1))
+
+    def oracle(chunk):  # (2 views, B, T, S): view 0 at the aligned word, view 1 at EOS
+        out = torch.zeros(2, len(chunk), 9, 9)
+        for b, (s, t) in enumerate(chunk):
+            for i, j in lx.align_content_words(tokenize(s), tokenize(t)):
+                out[0, b, i, j] = 1
+            out[1, b, :, len(tokenize(s))] = 1
+        return out
+
+    hits, chance, diagonal, crossing = alignment_table(oracle, pairs, batch_size=1)
+    n_links = sum(len(lx.align_content_words(tokenize(s), tokenize(t))) for s, t in pairs)
+    assert hits.shape == (2, n_links) and hits[0].all() and not hits[1].any()
+    assert chance[0] == pytest.approx(1 / 9)
+    assert crossing.sum() == 4  # noir/chat and rouge/pomme cross
+    assert not diagonal[crossing].all()
+    with pytest.raises(ValueError, match="batch_size"):
+        alignment_table(oracle, pairs, batch_size=0)

@@ -35,14 +35,19 @@ def test_claims_fold_to_one_line_and_open_on_demand(html_dir: Path, server: str)
     out = SCREENSHOTS / "evidence"
     out.mkdir(parents=True, exist_ok=True)
     with chromium() as browser:
-        for scheme in ("light", "dark"):
-            context, page = _watched_context(browser, server, problems, where,
-                                             viewport={"width": 1280, "height": 900},
-                                             color_scheme=scheme)
-            try:
-                for lang, rel in PAGES.items():
+        # each page loaded once: read in light, then with the reader's preference turned dark
+        context, page = _watched_context(browser, server, problems, where,
+                                         viewport={"width": 1280, "height": 900},
+                                         color_scheme="light")
+        try:
+            for lang, rel in PAGES.items():
+                where[0] = rel
+                page.goto(f"{server}/{rel}", wait_until="load")
+                for scheme in ("light", "dark"):
                     where[0] = f"{rel} ({scheme})"
-                    page.goto(f"{server}/{rel}", wait_until="load")
+                    page.emulate_media(color_scheme=scheme)
+                    page.wait_for_function("s => document.documentElement.dataset.theme === s",
+                                           arg=scheme, timeout=10_000)
                     cells = page.evaluate(_FOLDED_JS)
                     if len(cells) < 5:
                         problems.append(f"{where[0]}: {len(cells)} check cells, expected many")
@@ -68,8 +73,9 @@ def test_claims_fold_to_one_line_and_open_on_demand(html_dir: Path, server: str)
                         problems.append(f"{where[0]}: a click showed {opened['shown']} of "
                                         f"{opened['claims']} claims")
                     page.screenshot(path=str(out / f"{lang}-{scheme}-opened.png"))
-            finally:
-                context.close()
+                    first.locator("summary").click()  # folded again for the next scheme
+        finally:
+            context.close()
         # a figure on a phone: a tap opens the zoom layer with its caption and close button
         context, phone = _watched_context(browser, server, problems, where,
                                           viewport={"width": 400, "height": 800},

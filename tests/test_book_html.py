@@ -209,6 +209,14 @@ _WIDEST_JS = """
   return {scroll: document.documentElement.scrollWidth, client: W, wide: wide.slice(0, 3)};
 }
 """
+# True once the page has laid out what moves its layout after `load`: MathJax has typeset every
+# formula and every attention explorer has drawn.
+_LAID_OUT_JS = """
+() => Array.from(document.querySelectorAll('.math'))
+        .every(m => m.querySelector('mjx-container') || !window.MathJax)
+    && Array.from(document.querySelectorAll('.lf-explorer'))
+        .every(e => e.hasAttribute('data-lf-ready'))
+"""
 _DARK_FILTERS_JS = """
 () => Array.from(document.querySelectorAll(
         '.bd-content div.cell_output img, .bd-content figure img'))
@@ -219,6 +227,56 @@ _DARK_FILTERS_JS = """
 """
 
 
+#: The page and figure of the "now against before" picture (a heatmap), and the size its
+#: smallest text showed at before figures were held to MIN_TEXT_PX (6-7 px at 1x).
+NOW_VS_BEFORE = ("book/02_self_attention.html", "img[alt*='heatmaps']", 6.5)
+# Lays the figure out twice on a white panel over the page: as the book shows it, and scaled so
+# that its smallest text shows at `before` px; returns the widths shown, or null.
+_NOW_VS_BEFORE_JS = """
+([selector, minPx, before]) => {
+  const img = document.querySelector('.bd-content ' + selector);
+  if (!img || !img.naturalWidth) return null;
+  const now = img.getBoundingClientRect().width, asked = parseFloat(img.style.width) || now;
+  const panel = document.createElement('div');
+  panel.id = 'lf-now-vs-before';
+  panel.style.cssText = 'position:fixed;left:0;top:0;z-index:9999;display:flex;gap:24px;' +
+    'align-items:flex-start;padding:16px;background:#fff;color:#222;font:14px sans-serif';
+  const cell = (width, label) => { const d = document.createElement('div');
+    const i = img.cloneNode(); i.removeAttribute('style'); i.style.width = width + 'px';
+    i.style.maxWidth = 'none'; i.loading = 'eager';
+    const p = document.createElement('p'); p.textContent = label; p.style.margin = '0 0 8px';
+    d.append(p, i); panel.append(d); return i; };
+  const text = (minPx * now / asked).toFixed(1);
+  cell(now, `now: ${Math.round(now)} px wide, smallest text ${text} px`);
+  const old = asked * before / minPx;
+  cell(old, `before: ${Math.round(old)} px wide, smallest text ${before} px`);
+  document.body.append(panel);
+  return {now: now, before: old, text: minPx * now / asked};
+}
+"""
+
+
+#: The claims' text against the background it is drawn on: the lowest WCAG contrast ratio of
+#: every claim and measured value on the page, with the text of the worst.
+_EVIDENCE_CONTRAST_JS = """() => {
+  const rgb = s => (s.match(/[\\d.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => [r, g, b].map(v => { v /= 255;
+    return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); })
+    .reduce((a, v, i) => a + v * [0.2126, 0.7152, 0.0722][i], 0);
+  const background = el => { for (; el; el = el.parentElement) {
+      const c = rgb(getComputedStyle(el).backgroundColor);
+      if (c.length === 3 || (c.length === 4 && c[3] > 0.5)) return c.slice(0, 3); }
+    return [255, 255, 255]; };
+  let worst = {ratio: 99, text: ""};
+  for (const el of document.querySelectorAll('.lf-evidence .lf-claim, .lf-evidence .lf-measured')) {
+    const a = lum(rgb(getComputedStyle(el).color)), b = lum(background(el));
+    const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    if (ratio < worst.ratio) worst = {ratio, text: el.textContent.slice(0, 60)};
+  }
+  return worst;
+}"""
+
+
 def _screenshot_name(page: Path, html_dir: Path, all_pages: list[Path]) -> str:
     """`intro.png`, or the path joined with '__' when two pages share a stem."""
     if sum(p.stem == page.stem for p in all_pages) == 1:
@@ -226,24 +284,40 @@ def _screenshot_name(page: Path, html_dir: Path, all_pages: list[Path]) -> str:
     return "__".join(page.relative_to(html_dir).with_suffix("").parts) + ".png"
 
 
-def test_book_renders_offline_in_chromium(html_dir: Path, server: str) -> None:
-    """Every page: maths typeset, images load, no cell errors, no console errors, no network."""
+@pytest.fixture(scope="module")
+def walk(html_dir: Path, server: str) -> dict[str, list[str]]:
+    """One walk through every page of both editions, each loaded once, at 1280 px: what is wrong
+    there ("render"), at 1024 px after a resize of the same page ("narrow": code width and
+    solutions) and in dark mode after the reader's preference turns dark ("dark")."""
     pages = book_pages(html_dir)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    problems: list[str] = []
-    # Playwright runs inside the test and is closed before pytest reports: a failure report
+    (SCREENSHOTS / "dark").mkdir(parents=True, exist_ok=True)
+    found: dict[str, list[str]] = {"render": [], "narrow": [], "dark": []}
+    # Playwright runs inside the fixture and is closed before pytest reports: a failure report
     # written while its greenlet is alive can crash pytest's traceback formatting (3.11.7).
     with chromium() as browser:
-        _check_pages(browser, html_dir, server, pages, problems)
-    if problems:
-        pytest.fail(f"{len(problems)} problem(s) in the built book:\n" + "\n".join(problems),
-                    pytrace=False)
+        _check_pages(browser, html_dir, server, pages, found)
+        _dark_at_load(browser, server, found["dark"])
+    return found
+
+
+def test_book_renders_offline_in_chromium(walk: dict[str, list[str]]) -> None:
+    """Every page: maths typeset, images load, no cell errors, no console errors, no network."""
+    _report(walk["render"], "in the built book")
+
+
+def test_pages_read_in_dark_mode(walk: dict[str, list[str]]) -> None:
+    """In dark mode figures sit unfiltered on white and every claim reads at 4.5:1 contrast or
+    more; a reader who prefers dark mode gets it from the first load."""
+    _report(walk["dark"], "in dark mode")
 
 
 def _check_pages(browser, html_dir: Path, server: str, pages: list[Path],
-                 problems: list[str]) -> None:
-    """Opens each page and the search page; appends what is wrong to `problems`."""
+                 found: dict[str, list[str]]) -> None:
+    """Opens each page and the search page; appends what is wrong to `found`'s lists."""
     local_host = urlsplit(server).netloc
+    problems, narrow, dark = found["render"], found["narrow"], found["dark"]
+    shots = {"solution": False}
 
     context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
     context.set_default_timeout(60_000)  # a busy 2-core machine is slow
@@ -271,6 +345,7 @@ def _check_pages(browser, html_dir: Path, server: str, pages: list[Path],
             current = rel
             try:
                 source = path.read_text(encoding="utf-8", errors="replace")
+                page.set_viewport_size(WIDE)
                 page.goto(f"{server}/{rel}", wait_until="load")
                 if MATHJAX_SCRIPT.search(source):
                     # A predicate returning the promise itself would resolve to undefined: use !!.
@@ -321,12 +396,25 @@ def _check_pages(browser, html_dir: Path, server: str, pages: list[Path],
                 if figure.count():
                     figure.first.scroll_into_view_if_needed()
                     page.screenshot(path=str(SCREENSHOTS / name.replace(".png", ".figure.png")))
+                if rel == NOW_VS_BEFORE[0]:
+                    _now_vs_before(page, rel, problems)
             except Exception as exc:  # noqa: BLE001 (a timeout on one page: report it)
                 problems.append(f"{rel}: {type(exc).__name__}: {exc}")
+                continue
+            try:
+                _in_the_dark(page, rel, name, dark)
+            except Exception as exc:  # noqa: BLE001 (report which page, go on)
+                dark.append(f"{rel}: {type(exc).__name__}: {exc}")
+            try:
+                page.set_viewport_size(NARROW)  # the same page, laid out again at 1024 px
+                _code_and_solutions(page, rel, narrow, shots)
+            except Exception as exc:  # noqa: BLE001 (report which page, go on)
+                narrow.append(f"{rel}: {type(exc).__name__}: {exc}")
 
         # The search page runs on the local search index: a common word must find pages.
         # (Explorers, mobile and dark mode are checked by their own tests below.)
         current = "search.html"
+        page.set_viewport_size(WIDE)
         page.goto(f"{server}/search.html?q=attention", wait_until="load")
         try:
             page.wait_for_selector("#search-results ul.search li", timeout=30_000)
@@ -346,6 +434,42 @@ def _check_pages(browser, html_dir: Path, server: str, pages: list[Path],
             problems.append("search.html: searching for 'attention' found no page")
     finally:
         context.close()
+
+
+def search(page, url: str, timeout: float = 60_000) -> list[tuple[str, str, str]]:
+    """Opens a search page (`url` ends in ?q=...) and waits for every result's snippet;
+    returns (href, title, snippet) per result, best first."""
+    page.goto(url, wait_until="load")
+    page.wait_for_function(  # results are added one by one until the summary says how many
+        "() => /\\d/.test((document.querySelector('#search-results "
+        "p.search-summary') || {}).textContent || '')", timeout=timeout)
+    # Snippets are fetched page by page after the list is shown: wait for them all.
+    page.wait_for_function(
+        "() => Array.from(document.querySelectorAll('#search-results ul.search li'))"
+        ".every(li => li.querySelector('p.context'))", timeout=timeout)
+    return [tuple(hit) for hit in page.eval_on_selector_all(
+        "#search-results ul.search li",
+        "items => items.map(li => [li.querySelector('a').getAttribute('href'), "
+        "li.querySelector('a').textContent, "
+        "(li.querySelector('p.context') || {}).textContent || ''])")]
+
+
+def _now_vs_before(page, rel: str, problems: list[str]) -> None:
+    """_build/screenshots/figure-1x-now-vs-before.png: a heatmap at 1280 px and 1x as the book
+    shows it, beside the same figure at the scale that showed its smallest text at 6-7 px."""
+    from labformer.notebook import MIN_TEXT_PX
+
+    got = page.evaluate(_NOW_VS_BEFORE_JS, [NOW_VS_BEFORE[1], MIN_TEXT_PX, NOW_VS_BEFORE[2]])
+    if got is None:
+        problems.append(f"{rel}: no heatmap figure {NOW_VS_BEFORE[1]} for the 1x screenshot")
+        return
+    if got["text"] < MIN_TEXT_PX - 0.05:
+        problems.append(f"{rel}: at 1280 px the heatmap's text shows at {got['text']:.1f} px")
+    panel = page.locator("#lf-now-vs-before")
+    page.wait_for_function("() => Array.from(document.querySelectorAll('#lf-now-vs-before img'))"
+                           ".every(i => i.complete && i.naturalWidth > 0)")
+    panel.screenshot(path=str(SCREENSHOTS / "figure-1x-now-vs-before.png"))
+    page.evaluate("() => document.getElementById('lf-now-vs-before').remove()")
 
 
 # --------------------------------------------------------------------------- reader checks
@@ -388,65 +512,131 @@ def _report(problems: list[str], what: str) -> None:
 MAX_PAGE_BYTES = 5 * 2**20
 
 
-def test_code_fits_and_solutions_stay_closed(html_dir: Path, server: str) -> None:
+def test_code_fits_and_solutions_stay_closed(walk: dict[str, list[str]]) -> None:
     """At 1024 px no code box scrolls sideways; a solution's answer stays hidden until opened.
     (On a phone a tap on a figure keeps the reader on the page: checked in the phone walk of
     tests/test_book_html_pages.py, which loads every page at 400 px anyway.)"""
-    pages = book_pages(html_dir)
-    problems: list[str] = []
+    _report(walk["narrow"], "with code width or solutions")
+
+
+WIDE = {"width": 1280, "height": 900}
+NARROW = {"width": 1024, "height": 800}
+
+
+def _code_and_solutions(page, rel: str, problems: list[str], shots: dict[str, bool]) -> None:
+    """At 1024 px (`page` has `rel` loaded) no code box scrolls sideways; each solution hides
+    its answer behind its toggle, and a click opens it."""
+    for box in page.evaluate(_OVERFLOWING_CODE_JS):
+        problems.append(f"{rel}: at 1024 px a code box scrolls sideways: {box!r}")
+    solutions = page.locator(".tag_solution")
+    for n in range(solutions.count()):
+        solution = solutions.nth(n)
+        answer = solution.locator(".cell_output, .cell_input")
+        if answer.count() and answer.first.is_visible():
+            problems.append(f"{rel}: solution {n + 1} shows its code or answer before a click")
+        toggle = solution.locator("summary")
+        if not toggle.count():
+            problems.append(f"{rel}: solution {n + 1} has no toggle")
+            continue
+        label = toggle.first.inner_text().strip()
+        if label not in {"Show solution", "显示答案"}:
+            problems.append(f"{rel}: solution {n + 1}'s toggle reads {label!r}")
+        if n == 0 and not shots["solution"]:
+            solution.scroll_into_view_if_needed()
+            page.screenshot(path=str(SCREENSHOTS / "solution-closed.png"))
+        toggle.first.click()
+        if answer.count() and not answer.last.is_visible():
+            problems.append(f"{rel}: solution {n + 1} does not open")
+        if n == 0 and not shots["solution"]:
+            page.screenshot(path=str(SCREENSHOTS / "solution-open.png"))
+            shots["solution"] = True
+
+
+def _in_the_dark(page, rel: str, name: str, problems: list[str]) -> None:
+    """The reader's preference turns dark on the loaded page (the theme follows it): figures
+    unfiltered on white, claims at 4.5:1 or more; a screenshot; then back to light."""
+    page.emulate_media(color_scheme="dark")
+    try:
+        page.wait_for_function("() => document.documentElement.dataset.theme === 'dark'",
+                               timeout=10_000)
+    except Exception:  # noqa: BLE001 (Playwright's TimeoutError)
+        theme = page.evaluate("document.documentElement.dataset.theme")
+        problems.append(f"{rel}: a reader who turns to dark mode gets {theme!r}")
+    for text in page.evaluate(_DARK_FILTERS_JS):
+        problems.append(f"{rel}: in dark mode a figure is dimmed or on grey: {text}")
+    worst = page.evaluate(_EVIDENCE_CONTRAST_JS)
+    if worst["ratio"] < 4.5:
+        problems.append(f"{rel}: in dark mode a claim reads at {worst['ratio']:.1f}:1 contrast "
+                        f"(under 4.5:1): {worst['text']!r}")
+    page.screenshot(path=str(SCREENSHOTS / "dark" / name))
+    page.emulate_media(color_scheme="light")
+    page.wait_for_function("() => document.documentElement.dataset.theme === 'light'",
+                           timeout=10_000)
+
+
+def _dark_at_load(browser, server: str, problems: list[str]) -> None:
+    """A reader who prefers dark mode gets it on the first load, in each edition."""
     where = ["(none)"]
-    shots = {"solution": False}
-    with chromium() as browser:
-        narrow, page = _watched_context(browser, server, problems, where,
-                                        viewport={"width": 1024, "height": 800})
-        try:
-            for path in pages:
-                rel = where[0] = path.relative_to(html_dir).as_posix()
-                try:
-                    page.goto(f"{server}/{rel}", wait_until="load")
-                    for box in page.evaluate(_OVERFLOWING_CODE_JS):
-                        problems.append(f"{rel}: at 1024 px a code box scrolls sideways: "
-                                        f"{box!r}")
-                    solutions = page.locator(".tag_solution")
-                    for n in range(solutions.count()):
-                        solution = solutions.nth(n)
-                        answer = solution.locator(".cell_output, .cell_input")
-                        if answer.count() and answer.first.is_visible():
-                            problems.append(f"{rel}: solution {n + 1} shows its code or "
-                                            "answer before a click")
-                        toggle = solution.locator("summary")
-                        if not toggle.count():
-                            problems.append(f"{rel}: solution {n + 1} has no toggle")
-                            continue
-                        label = toggle.first.inner_text().strip()
-                        if label not in {"Show solution", "显示答案"}:
-                            problems.append(f"{rel}: solution {n + 1}'s toggle reads {label!r}")
-                        if n == 0 and not shots["solution"]:
-                            solution.scroll_into_view_if_needed()
-                            page.screenshot(path=str(SCREENSHOTS / "solution-closed.png"))
-                        toggle.first.click()
-                        if answer.count() and not answer.last.is_visible():
-                            problems.append(f"{rel}: solution {n + 1} does not open")
-                        if n == 0 and not shots["solution"]:
-                            page.screenshot(path=str(SCREENSHOTS / "solution-open.png"))
-                            shots["solution"] = True
-                except Exception as exc:  # noqa: BLE001 (report which page, go on)
-                    problems.append(f"{rel}: {type(exc).__name__}: {exc}")
-        finally:
-            narrow.close()
-    _report(problems, "with code width or solutions")
+    context, page = _watched_context(browser, server, problems, where, viewport=WIDE,
+                                     color_scheme="dark")
+    try:
+        for rel in ("book/intro.html", "zh/book/intro.html"):
+            where[0] = rel
+            page.goto(f"{server}/{rel}", wait_until="load")
+            theme = page.evaluate("document.documentElement.dataset.theme")
+            if theme != "dark":
+                problems.append(f"{rel}: a reader who prefers dark mode gets {theme!r}")
+    finally:
+        context.close()
+
+
+#: The smallest figure text a phone shows without a tap, in CSS px. A figure's text is drawn
+#: at MIN_TEXT_PX or more at its own size (labformer.notebook, checked as each chapter runs);
+#: shrunk to a 400 px screen it fell to 5-6 px, and a wide figure now pans instead.
+PHONE_TEXT_PX = 9.0
+# Every raster figure on the page (a 2x PNG with its size as a style width): its smallest text
+# as shown (MIN_TEXT_PX times shown / own width); whether its box pans, and the hint under it.
+_PHONE_FIGURES_JS = """
+(minPx) => Array.from(document.querySelectorAll(
+        '.bd-content div.cell_output img, .bd-content figure img'))
+    .filter(i => i.naturalWidth > 0 && parseFloat(i.style.width) > 0)
+    .map(i => { const pan = i.closest('.lf-figure-pan');
+      const box = pan && pan.firstElementChild;
+      return {src: i.getAttribute('src'), asked: parseFloat(i.style.width),
+              shown: i.getBoundingClientRect().width,
+              text: minPx * i.getBoundingClientRect().width / parseFloat(i.style.width),
+              pans: !!box && box.scrollWidth > box.clientWidth + 1,
+              hint: pan ? getComputedStyle(pan, '::after').content : ''}; })
+"""
+
+
+def figure_text_on_a_phone(phone, rel: str, problems: list[str]) -> None:
+    """On a phone (`phone` has `rel` loaded) every raster figure's text shows at PHONE_TEXT_PX
+    or more without a tap; a figure wider than the screen pans, with a hint that says so."""
+    from labformer.notebook import MIN_TEXT_PX
+
+    for fig in phone.evaluate(_PHONE_FIGURES_JS, MIN_TEXT_PX):
+        if fig["text"] < PHONE_TEXT_PX - 0.05:
+            problems.append(f"{rel}: on a phone figure {fig['src']} is shown {fig['shown']:.0f} "
+                            f"px wide of its {fig['asked']:.0f}: its text falls to "
+                            f"{fig['text']:.1f} px (under {PHONE_TEXT_PX:g} px)")
+        if fig["pans"] and len(fig["hint"].strip('"')) < 5:
+            problems.append(f"{rel}: figure {fig['src']} pans sideways with no hint under it")
 
 
 def tap_a_figure(phone, rel: str, problems: list[str], shots: dict[str, bool]) -> None:
     """On a phone (`phone` has `rel` loaded) a tap on the page's first figure keeps the reader
     on the page; the first zoom layer has a close button and a caption, and Escape closes it."""
+    figure_text_on_a_phone(phone, rel, problems)
     figure = phone.locator(".bd-content figure img, .bd-content div.cell_output img")
     if not figure.count():
         return
     before = phone.url
     figure.first.scroll_into_view_if_needed()
-    figure.first.tap()
-    phone.wait_for_timeout(300)
+    zoomable = "lf-zoomable" in (figure.first.get_attribute("class") or "")
+    figure.first.tap()  # returns once a navigation it started has been committed
+    if zoomable and phone.url == before:
+        phone.wait_for_selector("dialog.lf-zoom[open]", timeout=10_000)
     if phone.url != before:
         problems.append(f"{rel}: a tap on a figure left the page for {phone.url}")
     elif not shots["tap"] and phone.locator("dialog.lf-zoom").count():
@@ -459,9 +649,12 @@ def tap_a_figure(phone, rel: str, problems: list[str], shots: dict[str, bool]) -
                 layer.locator(".lf-zoom-caption").count()):
             problems.append(f"{rel}: the zoomed figure has no caption")
         phone.keyboard.press("Escape")
-        phone.wait_for_timeout(200)
-        if phone.locator("dialog.lf-zoom").count():
+        try:
+            phone.wait_for_selector("dialog.lf-zoom", state="detached", timeout=5_000)
+        except Exception:  # noqa: BLE001 (Playwright's TimeoutError)
             problems.append(f"{rel}: Escape does not close the zoomed figure")
+    elif phone.locator("dialog.lf-zoom[open]").count():
+        phone.keyboard.press("Escape")  # the next page's checks start with no layer open
 
 
 def test_chapters_are_light_and_search_snippets_read_as_text(

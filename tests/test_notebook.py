@@ -287,6 +287,59 @@ def test_evidence_refuses_empty_claims_and_ambiguous_truth():
         Evidence().check("all positive", torch.tensor([1.0, 2.0]) > 0)
 
 
+@pytest.mark.parametrize(("value", "shown"), [
+    (["sublayer", "add", "norm"], "sublayer, add, norm"),
+    ([], "none"), ((), "none"), ({}, "none"), (None, "none"),
+    (True, "yes"), (np.bool_(False), "no"), (torch.tensor(True), "yes"),
+    ((7, 4, 9), "7, 4, 9"),
+    ((28000, 1000, 1000), "28,000; 1,000; 1,000"),  # a shape: shape_text at the call site
+    (np.array([0.3214, 0.42, 0.6251]), "0.321, 0.420, 0.625"),
+    (torch.tensor([[0.33, 0.67], [0.5, 0.5]]), "0.330, 0.670; 0.500, 0.500"),
+    ([[2], [4, 2], []], "2; 4, 2; none"),
+    ({"full": 239218, "one_head": 239218}, "full: 239,218; one_head: 239,218"),
+    ({"full": [4], "one_head": [1]}, "full: 4, one_head: 1"),
+    (torch.Size([2, 4, 5, 5]), "2 × 4 × 5 × 5"),
+    (np.float32(0.5), "0.500"), (torch.tensor(3), "3"), (1.2e-07, "1.2e-07"),
+    ({"b", "a"}, "a, b"),
+    ("weights 0.33, 0.67", "weights 0.33, 0.67"),  # a text is kept as written
+])
+def test_measured_values_read_as_text(value, shown):
+    from labformer.notebook import Evidence, measured_text
+
+    assert measured_text(value) == shown
+    ev = Evidence()
+    ev.check("a claim", True, value)
+    assert ev.claims[-1][2] == shown
+    assert f'<span class="lf-measured">{shown}</span>' in ev._repr_html_()
+
+
+def test_measured_values_never_show_a_repr():
+    """The reprs a chapter used to show, passed as values: none of them comes back."""
+    from labformer.notebook import Evidence, measured_text
+
+    values = [["sublayer", "add", "norm"], [], (28000, 1000, 1000), np.array([0.32, 0.42]),
+              torch.tensor([0.5, 0.25]), True, False, None, {"attention": 1, "LayerNorm": 2},
+              [("encoder.norm", "Identity", "LayerNorm")], np.array([[1, 0], [0, 1]])]
+    ev = Evidence()
+    for value in values:
+        ev.check("a claim", True, value)
+    shown = [m for _, _, m in ev.claims] + [measured_text(v, digits=4) for v in values]
+    for text in shown:
+        for mark in ("[", "]", "(", ")", "{", "'", "array", "tensor", "True", "False", "None"):
+            assert mark not in text, (mark, text)
+    assert ev.claims[0][2] == "sublayer, add, norm" and ev.claims[1][2] == "none"
+    assert measured_text(np.array([0.32, 0.42]), digits=2) == "0.32, 0.42"
+
+
+def test_shapes_read_with_times_signs():
+    from labformer.notebook import measured_text, shape_text
+
+    assert shape_text((28000, 1000, 1000)) == "28000 × 1000 × 1000"
+    assert shape_text(torch.zeros(2, 3)) == "2 × 3" and shape_text(np.zeros(4)) == "4"
+    assert shape_text(()) == "a scalar" and shape_text(torch.zeros(2, 3).shape) == "2 × 3"
+    assert measured_text(torch.zeros(1, 4).shape) == "1 × 4"
+
+
 @pytest.mark.parametrize(("p", "df", "expected"), [
     (0.975, 19, 2.093024054), (0.975, 5, 2.570581836), (0.995, 1, 63.65674116),
     (0.95, 2, 2.919985580), (0.025, 19, -2.093024054), (0.975, 1e6, 1.959966)])

@@ -120,18 +120,27 @@ def test_translator_sweep_stops_at_the_baseline_and_stores_runs(tmp_path: Path) 
             "test_scores = {'bleu': 90.0 + seed, 'exact': 80.0}\n"
             "with evidence() as ev:\n"
             "    assert ev.check('the seed is odd', seed % 2 == 1)\n"),
-        nbformat.v4.new_markdown_cell(translator_sweep.STOP + ", in the same CPU time"),
-        nbformat.v4.new_code_cell("raise RuntimeError('past the stop')")]
-    path, out = tmp_path / "chapter.ipynb", tmp_path / "sweep.json"
+        nbformat.v4.new_markdown_cell(translator_sweep.PARTS[0][1] + " (chapter 11)"),
+        nbformat.v4.new_code_cell("raise RuntimeError('past the first stop')")]
+    # the second chapter runs in the same namespace, after the first, up to its own stop
+    second = nbformat.v4.new_notebook()
+    second.cells = [
+        nbformat.v4.new_code_cell("beam_gain = seed + 0.5"),
+        nbformat.v4.new_markdown_cell(translator_sweep.PARTS[1][1] + ", in the same CPU time"),
+        nbformat.v4.new_code_cell("raise RuntimeError('past the second stop')")]
+    path, path2 = tmp_path / "chapter.ipynb", tmp_path / "second.ipynb"
+    out = tmp_path / "sweep.json"
     nbformat.write(nb, path)
+    nbformat.write(second, path2)
     assert translator_sweep.main(["--seeds", "1-3", "--notebook", str(path),
-                                  "--out", str(out)]) == 0
+                                  "--second", str(path2), "--out", str(out)]) == 0
     data = json.loads(out.read_text())
     runs = data["runs"]
     assert [(r["seed"], r["kernel"]) for r in runs] == [(1, "default"), (2, "avx2"),
                                                          (3, "default")]
     assert [r["floor_gap"] for r in runs] == [1.0, 2.0, 3.0]
     assert [r["held_gap"] for r in runs] == [1.1, 2.1, 3.1]
+    assert [r["beam_gain"] for r in runs] == [1.5, 2.5, 3.5]  # set by the second chapter
     assert [r["test_bleu"] for r in runs] == [91.0, 92.0, 93.0]
     assert [r["false_claims"] for r in runs] == [[], ["the seed is odd"], []]
     assert set(data["quantities"]) == set(translator_sweep.QUANTITIES)

@@ -49,6 +49,12 @@ def book_notebooks() -> list[Path]:
     return [ROOT / f"{name}.ipynb" for name in files if (ROOT / f"{name}.ipynb").is_file()]
 
 
+def _after(path: Path) -> list[str]:
+    """The chapters whose run this notebook reads (its metadata "labformer": {"after": [...]})."""
+    meta = json.loads(path.read_text(encoding="utf-8")).get("metadata", {})
+    return list(meta.get("labformer", {}).get("after", []))
+
+
 def _execute(path: str) -> dict[str, Any]:
     """Run one notebook in its own folder (a worker process); return it executed, or the error."""
     import nbformat
@@ -97,8 +103,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"execute: all {len(notebooks)} notebooks are in the cache")
         return 0
     # Longest first (last run's times; unknown ones count as long), so the two queues end
-    # together instead of one chapter running alone at the end.
-    todo.sort(key=lambda p: -times.get(p.name, 1e9))
+    # together instead of one chapter running alone at the end. A chapter that reads another's
+    # run (metadata "labformer": {"after": [...]}) is queued after every other chapter, so that
+    # the run it reads is finished, not trained twice or waited for in a worker.
+    todo.sort(key=lambda p: (bool(_after(p)), -times.get(p.name, 1e9)))
     print(f"execute: {len(todo)} of {len(notebooks)} notebooks, {args.jobs} at a time",
           flush=True)
 

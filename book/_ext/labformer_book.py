@@ -96,8 +96,15 @@ register_plugin("pybtex.style.formatting", "labformer", LabformerStyle)
 
 
 def use_search_scorer(app: Sphinx, config: Any) -> None:
-    """Search ranks glossary entries below chapters (search_scorer.js, by absolute path)."""
+    """Search ranks glossary entries below chapters (search_scorer.js, by absolute path).
+
+    The Chinese index is cut into words by jieba, which splits the book's terms (自注意力 into
+    自 and 注意力): its word list (search_words.zh_CN.txt) keeps each term whole, so that a
+    search for 自注意力 finds the pages that use it, not every page about 注意力."""
     config.html_search_scorer = str(Path(__file__).with_name("search_scorer.js"))
+    words = Path(__file__).with_name(f"search_words.{config.language}.txt")
+    if words.is_file():
+        config.html_search_options = {**(config.html_search_options or {}), "dict": str(words)}
 
 
 #: Where each edition lives, relative to the English site's root.

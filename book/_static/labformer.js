@@ -84,6 +84,47 @@
       dialog.close();
     }
   }, true);
-  window.addEventListener("load", mark);
-  window.addEventListener("resize", mark);
+  // On a phone a wide figure pans instead of shrinking (labformer.css, max-width: 600px): its
+  // text is drawn at 11 px or more at its size (labformer.notebook.MIN_TEXT_PX) and is shown
+  // at PHONE_SCALE of it, 9 px or more. SVG diagrams (no width of their own) still fit.
+  var PHONE_SCALE = 9 / 11;
+  var HINT = document.documentElement.lang === "zh-CN" ? "\u2194 左右滑动看全图，轻点放大"
+    : "\u2194 Swipe sideways for the rest; tap to enlarge";
+
+  function edges() {
+    document.querySelectorAll(".lf-figure-pan").forEach(function (pan) {
+      var box = pan.firstElementChild;
+      pan.classList.toggle("lf-overflows", box.scrollWidth > box.clientWidth + 1);
+      pan.classList.toggle("lf-more-right",
+        box.scrollLeft + box.clientWidth < box.scrollWidth - 1);
+    });
+  }
+
+  function pan() {
+    document.querySelectorAll(SELECTOR).forEach(function (img) {
+      var asked = parseFloat(img.style.width);
+      if (!asked || img.closest(".lf-figure-scroll, .lf-diagram")) return;
+      var link = img.parentElement.tagName === "A" ? img.parentElement : null;
+      var inner = link || img;
+      var outer = document.createElement("div");
+      outer.className = "lf-figure-pan";
+      outer.dataset.lfHint = HINT;
+      var box = document.createElement("div");
+      box.className = "lf-figure-scroll";
+      inner.parentNode.insertBefore(outer, inner);
+      outer.appendChild(box);
+      box.appendChild(inner);
+      img.style.setProperty("--lf-asked-width", asked + "px");
+      img.style.setProperty("--lf-phone-width", Math.round(asked * PHONE_SCALE) + "px");
+      box.addEventListener("scroll", function () {
+        outer.classList.toggle("lf-more-right",
+          box.scrollLeft + box.clientWidth < box.scrollWidth - 1);
+      }, { passive: true });
+    });
+  }
+
+  pan();
+  document.addEventListener("DOMContentLoaded", pan);
+  window.addEventListener("load", function () { pan(); edges(); mark(); });
+  window.addEventListener("resize", function () { edges(); mark(); });
 })();
