@@ -10,7 +10,9 @@ notebook read here and one read by myst-nb give the same key) and executes nothi
 
 A notebook that fails is printed with its traceback and not cached, so the next build runs it
 again; the exit status is 1 when any notebook failed. Longest chapters start first: their
-execution times from the last run are kept in the cache folder (`times.json`).
+execution times from the last run are kept in the cache folder (`times.json`). A chapter
+whose metadata names chapters to wait for (`"labformer": {"after": ["11_translator"]}`) starts
+when they have finished.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Any
@@ -53,6 +56,28 @@ def _after(path: Path) -> list[str]:
     """The chapters whose run this notebook reads (its metadata "labformer": {"after": [...]})."""
     meta = json.loads(path.read_text(encoding="utf-8")).get("metadata", {})
     return list(meta.get("labformer", {}).get("after", []))
+
+
+def queue(todo: list[Path], times: dict[str, float],
+          after: Callable[[Path], list[str]] = _after) -> list[Path]:
+    """The order to start notebooks in: longest first (last run's times; unknown ones count as
+    long), so the two queues end together instead of one chapter running alone at the end; a
+    chapter that reads another's run goes after every chapter that reads none."""
+    return sorted(todo, key=lambda p: (bool(after(p)), -times.get(p.name, 1e9)))
+
+
+def next_ready(pending: list[Path], unfinished: set[str], idle: bool,
+               after: Callable[[Path], list[str]] = _after) -> Path | None:
+    """The first pending notebook whose chapters to wait for (``after``) are all finished.
+
+    ``unfinished`` holds the names (file stems) of the notebooks still pending or running. None
+    when every pending notebook waits on one of those, unless ``idle`` (no notebook runs): then
+    the first pending one starts anyway, so that a cycle or a missing chapter cannot hang.
+    """
+    for path in pending:
+        if not set(after(path)) & (unfinished - {path.stem}):
+            return path
+    return pending[0] if pending and idle else None
 
 
 def _execute(path: str) -> dict[str, Any]:
@@ -102,20 +127,25 @@ def main(argv: list[str] | None = None) -> int:
     if not todo:
         print(f"execute: all {len(notebooks)} notebooks are in the cache")
         return 0
-    # Longest first (last run's times; unknown ones count as long), so the two queues end
-    # together instead of one chapter running alone at the end. A chapter that reads another's
-    # run (metadata "labformer": {"after": [...]}) is queued after every other chapter, so that
-    # the run it reads is finished, not trained twice or waited for in a worker.
-    todo.sort(key=lambda p: (bool(_after(p)), -times.get(p.name, 1e9)))
+    # A chapter that reads another's run (metadata "labformer": {"after": [...]}) starts once
+    # that chapter has finished, so the run it reads is there: not trained twice, and no
+    # worker held while it waits.
+    pending = queue(todo, times)
     print(f"execute: {len(todo)} of {len(notebooks)} notebooks, {args.jobs} at a time",
           flush=True)
 
     failed: list[str] = []
     start = time.perf_counter()
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        running: dict[Future[dict[str, Any]], Path] = {
-            pool.submit(_execute, str(p)): p for p in todo}
-        while running:
+        running: dict[Future[dict[str, Any]], Path] = {}
+        while pending or running:
+            while pending and len(running) < args.jobs:
+                unfinished = {p.stem for p in pending} | {p.stem for p in running.values()}
+                path = next_ready(pending, unfinished, idle=not running)
+                if path is None:
+                    break
+                pending.remove(path)
+                running[pool.submit(_execute, str(path))] = path
             done, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in done:
                 path = running.pop(future)
