@@ -9,6 +9,10 @@ thread count, the seed and the corpus. A change to any of them trains afresh; a 
 finds the run checks it like one it trained. Two chapters started at once (``make book`` runs
 two notebooks at a time) share one training: the second waits for the first's lock.
 
+The run trains with subnormal floats flushed to zero (:func:`subnormals_flushed`), like chapter
+14's recurrent baseline and ``tests/gru_tuning.py``, so that both models of that comparison run
+under the same float settings.
+
 The cache folder is ``$LABFORMER_CACHE``, else ``$XDG_CACHE_HOME/labformer`` (``~/.cache``);
 the newest :data:`KEEP` runs are kept.
 """
@@ -97,6 +101,19 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+@contextlib.contextmanager
+def subnormals_flushed() -> Iterator[bool]:
+    """Inside the block, subnormal floats (below about 1.2e-38 in float32) read and compute as
+    zero, where the CPU supports it (x86 with SSE3); yields whether it does. Trained attention
+    can produce such tiny weights, and many CPUs process them very slowly. Afterwards the
+    setting is off again, torch's default."""
+    supported = torch.set_flush_denormal(True)
+    try:
+        yield supported
+    finally:
+        torch.set_flush_denormal(False)
+
+
 def _read(folder: Path) -> TrainedRun:
     meta = json.loads((folder / "run.json").read_text(encoding="utf-8"))
     return TrainedRun(folder, meta["log"], meta["cpu_at_epoch"], meta["cpu_at_step"], False)
@@ -152,8 +169,9 @@ def _train(corpus: Corpus, seed: int, work: Path, echo: Callable[[str], Any] | N
     def on_step(step: int, lr: float, loss: float) -> None:
         cpu_at_step.append(time.process_time() - start)
 
-    train_translator(corpus, seed=seed, device="cpu", progress=False,
-                     checkpoint=work / "last.pt", on_epoch=on_epoch, on_step=on_step)
+    with subnormals_flushed():
+        train_translator(corpus, seed=seed, device="cpu", progress=False,
+                         checkpoint=work / "last.pt", on_epoch=on_epoch, on_step=on_step)
     meta = {"seed": seed, "log": log, "cpu_at_epoch": cpu_at_epoch,
             "cpu_at_step": cpu_at_step}
     (work / "run.json").write_text(json.dumps(meta), encoding="utf-8")

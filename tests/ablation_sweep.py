@@ -10,7 +10,7 @@ visible code cells of ``book/13_ablations.ipynb`` (the teaching code: every trai
 measurement, and the collapsed imports; the collapsed check, figure and solution cells are
 skipped), and appends one JSON
 line of per-variant measurements to ``--out`` (a finished run is not redone). Runs go one at a
-time, about three minutes each on one idle core.
+time, about four and a half minutes each on one idle core.
 
 Then it prints ``SWEEP = {...}``, the literal that the chapter's cell "The sweep" holds: per
 quantity and ablation, each run's *paired drop*, the full model's value minus the variant's

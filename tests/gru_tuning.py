@@ -38,6 +38,7 @@ import torch
 from labformer.data import Vocab, detokenize, generate_corpus, make_batches, tokenize
 from labformer.metrics import corpus_bleu
 from labformer.rnn import Seq2SeqRNN, TeacherForcedRNN
+from labformer.runs import subnormals_flushed
 from labformer.train import TrainConfig, train
 from labformer.translate import BATCH_SIZE, MODEL_DEFAULTS, TRAIN_DEFAULTS, Translator, build_model
 
@@ -108,12 +109,11 @@ def fit(setup: Setup, kind: str, lr: float, seed: int, steps: int) -> tuple[torc
     else:
         model = setup.gru(seed)
         net, warmup = TeacherForcedRNN(model), GRU_WARMUP
-    torch.set_flush_denormal(True)  # subnormal attention weights are slow on many CPUs
-    start = time.process_time()
-    train(net or model, setup.batches(seed, steps), config(lr, min(warmup, steps), seed),
-          device="cpu", progress=False)
-    cpu = time.process_time() - start
-    torch.set_flush_denormal(False)
+    with subnormals_flushed():  # as the book's translator run trains
+        start = time.process_time()
+        train(net or model, setup.batches(seed, steps), config(lr, min(warmup, steps), seed),
+              device="cpu", progress=False)
+        cpu = time.process_time() - start
     return model, cpu
 
 

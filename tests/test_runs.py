@@ -121,3 +121,29 @@ def test_old_runs_are_pruned_and_the_folder_comes_from_the_environment(tmp_path,
     monkeypatch.delenv("LABFORMER_CACHE")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert runs.cache_folder() == tmp_path / "xdg" / "labformer"
+
+
+def _tiny_is_zero() -> bool:
+    """Whether a subnormal float32 computes as zero right now."""
+    return (torch.tensor([1e-39], dtype=torch.float32) * 1.0).item() == 0.0
+
+
+def test_the_run_trains_with_subnormals_flushed_and_restores_the_setting(tmp_path, corpus,
+                                                                        monkeypatch):
+    # Chapter 14 compares this run with a GRU trained under subnormals_flushed(): both models
+    # must train under the same float settings, and nothing after the run may inherit it.
+    seen = []
+
+    def probe(data, **kw):
+        seen.append(_tiny_is_zero())
+        raise RuntimeError("stop after the probe")
+
+    monkeypatch.setattr(runs, "train_translator", probe)
+    assert not _tiny_is_zero()
+    with pytest.raises(RuntimeError, match="after the probe"):
+        runs.trained_translator(corpus, 0, cache=tmp_path, echo=None)
+    supported = torch.set_flush_denormal(False)  # x86 with SSE3: True
+    assert seen == [supported] and not _tiny_is_zero()
+    with runs.subnormals_flushed() as flushed:
+        assert flushed == supported and _tiny_is_zero() == supported
+    assert not _tiny_is_zero()
