@@ -13,6 +13,7 @@ the explorers are checked on both editions by tests/test_book_html.py.)
 
 from __future__ import annotations
 
+import html
 import re
 import subprocess
 from html.parser import HTMLParser
@@ -213,11 +214,16 @@ def test_claims_read_in_chinese_on_chinese_pages(html_dir: Path) -> None:
     # Claims are sentences the chapter writes: every one is translated. A measured value may
     # quote the run's data (a sentence the model translated, which this seed chose): at most
     # 2 % of them may be left as they are.
-    untranslated: dict[str, list[str]] = {"claim": [], "measured": []}
+    untranslated: dict[str, list[str]] = {"claim": [], "measured": [], "tally": [],
+                                          "cell": []}
     for page, entries in claims.english_claims(html_dir / "book").items():
         for c in entries:
             if c["en"] not in table:
                 untranslated[c["kind"]].append(f"{page}: {c['en'][:80]!r}")
+    # Table cells: every one in the catalogue, and on the Chinese pages either translated
+    # (lang="zh-CN") or one the catalogue keeps as it is (data, code, a name).
+    cells_left = list(untranslated["cell"])
+    cells_shown = 0
     english, chinese = editions(html_dir)
     shown, on_page = 0, {"claim": [], "measured": []}
     for rel in chinese:
@@ -227,7 +233,20 @@ def test_claims_read_in_chinese_on_chinese_pages(html_dir: Path) -> None:
             if claims.needs_words(inner):
                 on_page[kind].append(f"zh/{rel}: {inner[:80]!r}")
         shown += text.count('lang="zh-CN">')
+        for block in claims.TABLE.findall(text):
+            for _, attrs, inner in claims.CELL.findall(block):
+                plain = html.unescape(inner).strip()
+                if not claims.needs_words(plain):
+                    continue
+                english_cell, _ = claims.template(plain)
+                if 'lang="zh-CN"' in attrs:
+                    cells_shown += 1
+                elif table.get(english_cell) != english_cell:
+                    cells_left.append(f"zh/{rel}: {plain[:80]!r}")
     assert shown > 500, f"only {shown} claims in Chinese on the Chinese pages"
+    assert not cells_left, ("table cells with no Chinese (python book/_ext/claims.py extract, "
+                            "then translate):\n" + "\n".join(cells_left))
+    assert cells_shown > 50, f"only {cells_shown} table cells in Chinese on the Chinese pages"
     for where, left in (("in book/locales/zh_CN/claims", untranslated),
                         ("on the Chinese pages", on_page)):
         assert not left["claim"], (f"claims with no Chinese {where} (python book/_ext/claims.py "

@@ -194,6 +194,28 @@ def test_claims_are_templated_and_filled_with_this_runs_numbers() -> None:
                                                 "no Chinese in the translation of 'ab cd {0}'"]
 
 
+
+def test_table_cells_are_translated_and_data_cells_keep_their_text() -> None:
+    table = {"token accuracy %": "词元准确率 %", "one head (h = {0})": "单头（h = {0}）",
+             "je suis là": "je suis là"}
+    body = ('<p>token accuracy %</p><table id="T" class="dataframe lf-table"><thead><tr>'
+            '<th class="col_heading" >token accuracy %</th><th>BLEU</th></tr></thead><tbody>'
+            '<tr><td id="a" >one head (h = 1)</td><td>95.2</td><td>je suis là</td></tr>'
+            '</tbody></table>')
+    missing: list[str] = []
+    out = claims.translate_body(body, table, missing)
+    assert '<th class="col_heading"  lang="zh-CN">词元准确率 %</th>' in out
+    assert '<td id="a"  lang="zh-CN">单头（h = 1）</td>' in out  # this run's number put back
+    assert "<td>je suis là</td>" in out and "<td>95.2</td>" in out  # data and numbers stay
+    assert out.startswith("<p>token accuracy %</p>")  # only the table's cells
+    assert missing == ["BLEU"]
+    assert claims.table_cells(body) == ["token accuracy %", "BLEU", "one head (h = 1)",
+                                        "je suis là"]
+    # a cell may keep its text; a claim may not
+    assert claims.problems([{"kind": "cell", "en": "BLEU", "zh": "BLEU"}]) == []
+    assert claims.problems([{"kind": "claim", "en": "BLEU", "zh": "BLEU"}]) != []
+
+
 def test_glossary_gives_the_terms_of_record() -> None:
     terms = {name: term.chinese for term in translations.glossary_terms()
              for name in term.english}

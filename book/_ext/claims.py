@@ -11,10 +11,13 @@ The Chinese edition translates it while Sphinx writes each page (the extension `
 active only when the book's language is Chinese): every number of the English text becomes a
 placeholder ``{0}``, ``{1}``, ... (a *template*), the template is looked up in
 ``book/locales/zh_CN/claims/PAGE.json`` and the run's numbers go back into the Chinese template,
-so a re-run with another seed needs no new translation. A translated span gets
-``lang="zh-CN"``; the completeness gate (tests/test_translations.py against the catalogue, and
-tests/test_book_editions.py against the built pages) fails while any claim of the English book
-lacks one.
+so a re-run with another seed needs no new translation. The cells of the chapters' tables
+(``labformer.notebook.table``: ``<table class="... lf-table">``) are the same kind of output and
+go through the same catalogue (kind ``cell``); a cell that shows data or code (a French
+sentence, ``norm_first=False``) keeps its text, written as its own translation. A translated
+span or cell gets ``lang="zh-CN"``; the completeness gate (tests/test_translations.py against
+the catalogue, and tests/test_book_editions.py against the built pages) fails while any claim
+or cell of the English book lacks one.
 """
 
 from __future__ import annotations
@@ -36,6 +39,9 @@ ENGLISH_HTML = ROOT / "_build" / "html" / "book"
 NUMBER = re.compile(r"(?<![A-Za-wyz_\d.])[-+−]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
 PLACEHOLDER = re.compile(r"\{(\d+)\}")
 SPAN = re.compile(r'<span class="(lf-claim|lf-measured|lf-tally)">(.*?)</span>', re.S)
+#: A chapter's table (labformer.notebook.table), and a cell of it that holds text only.
+TABLE = re.compile(r'<table [^>]*\blf-table\b[^>]*>.*?</table>', re.S)
+CELL = re.compile(r'<(th|td)\b([^>]*)>([^<]*)</(?:th|td)>')
 WORD = re.compile(r"[A-Za-z]{2,}")
 
 
@@ -88,11 +94,33 @@ def translate_body(body: str, table: dict[str, str], missing: list[str] | None =
         shown = html.escape(fill(chinese, numbers), quote=False)
         return f'<span class="{kind}" lang="zh-CN">{shown}</span>'
 
-    return SPAN.sub(one, body)
+    def cell(match: re.Match[str]) -> str:
+        tag, attrs, inner = match.groups()
+        text = html.unescape(inner).strip()
+        if not needs_words(text) or 'lang="' in attrs:
+            return match.group(0)
+        english, numbers = template(text)
+        chinese = table.get(english)
+        if chinese is None or chinese == english:  # untranslated, or data kept as it is
+            if chinese is None and missing is not None:
+                missing.append(english)
+            return match.group(0)
+        shown = html.escape(fill(chinese, numbers), quote=False)
+        return f'<{tag}{attrs} lang="zh-CN">{shown}</{tag}>'
+
+    body = SPAN.sub(one, body)
+    return TABLE.sub(lambda t: CELL.sub(cell, t.group(0)), body)
+
+
+def table_cells(text: str) -> list[str]:
+    """The texts with words of a page's table cells, in order."""
+    return [plain for t in TABLE.findall(text) for _, _, inner in CELL.findall(t)
+            if needs_words(plain := html.unescape(inner).strip())]
 
 
 def english_claims(html_dir: Path = ENGLISH_HTML) -> dict[str, list[dict[str, str]]]:
-    """Per page of the built English book, its claim templates in order, each once."""
+    """Per page of the built English book, its claim and table-cell templates in order, each
+    once."""
     pages: dict[str, list[dict[str, str]]] = {}
     for path in sorted(html_dir.glob("*.html")):
         text = path.read_text(encoding="utf-8")
@@ -103,13 +131,17 @@ def english_claims(html_dir: Path = ENGLISH_HTML) -> dict[str, list[dict[str, st
                 continue
             english, _ = template(plain)
             seen.setdefault(english, {"kind": kind.removeprefix("lf-"), "en": english})
+        for plain in table_cells(text):
+            english, _ = template(plain)
+            seen.setdefault(english, {"kind": "cell", "en": english})
         if seen:
             pages[path.stem] = list(seen.values())
     return pages
 
 
 def problems(entries: list[dict[str, Any]]) -> list[str]:
-    """Untranslated entries and translations that lost or invented a placeholder."""
+    """Untranslated entries and translations that lost or invented a placeholder; a claim's
+    translation must hold Chinese, a table cell's may keep its text (data, code, names)."""
     out = []
     for entry in entries:
         english, chinese = entry["en"], entry.get("zh") or ""
@@ -117,7 +149,8 @@ def problems(entries: list[dict[str, Any]]) -> list[str]:
             out.append(f"untranslated: {english[:90]!r}")
         elif sorted(PLACEHOLDER.findall(english)) != sorted(PLACEHOLDER.findall(chinese)):
             out.append(f"placeholders differ: {english[:70]!r} -> {chinese[:70]!r}")
-        elif needs_words(english) and not re.search(r"[\u3400-\u9fff]", chinese):
+        elif (needs_words(english) and entry.get("kind") != "cell"
+              and not re.search(r"[\u3400-\u9fff]", chinese)):
             out.append(f"no Chinese in the translation of {english[:70]!r}")
     return out
 
