@@ -7,8 +7,9 @@ STAMP := $(VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 # Notebooks executed at once by `make book` (each runs on one thread), and pytest workers.
 JOBS ?= 2
-# Fingerprint of the package: when it changes, cached notebook outputs are stale.
-LABFORMER_HASH = $(shell find labformer -type f -not -path '*/__pycache__/*' | LC_ALL=C sort \
+# Fingerprint of the package and of the sweeps the chapters read (book/data): when either
+# changes, cached notebook outputs are stale.
+LABFORMER_HASH = $(shell find labformer book/data -type f -not -path '*/__pycache__/*' | LC_ALL=C sort \
                    | xargs sha256sum | sha256sum | cut -c1-16)
 # The executed outputs also depend on the seed and on the CPU kernels the chapters run with.
 BOOK_KEY = $(LABFORMER_HASH) seed=$(LABFORMER_SEED) cpu=$(ATEN_CPU_CAPABILITY)
@@ -45,7 +46,7 @@ venv: $(STAMP)
 book: venv
 	@mkdir -p _build
 	@if [ "$$(cat _build/.labformer-hash 2>/dev/null)" != "$(BOOK_KEY)" ]; then \
-	  echo "labformer, LABFORMER_SEED or ATEN_CPU_CAPABILITY changed: re-executing every notebook"; \
+	  echo "labformer, book/data, LABFORMER_SEED or ATEN_CPU_CAPABILITY changed: re-executing every notebook"; \
 	  rm -rf _build/.jupyter_cache _build/.doctrees _build/zh/_build/.doctrees; fi
 	@echo "$(BOOK_KEY)" > _build/.labformer-hash
 	@# The notebooks first, two at a time, into the execution cache; the build then reads it.
