@@ -51,6 +51,7 @@ CHECKPOINT_FORMAT = "labformer-checkpoint-1"
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 LOG_EVERY = 50  # optimiser steps between two loss values on the progress bar
+DECAYS = ("rsqrt", "linear")  # TrainConfig.decay: the rate after the warm-up
 
 
 @dataclass(frozen=True)
@@ -75,8 +76,14 @@ class TrainConfig:
     # peak * sqrt(warmup_steps / step), so a run with and one without warm-up differ only in
     # their first ``warmup_steps`` steps (chapter 13's 2x2 of norm place and warm-up).
     warmup: bool = True
+    # After the peak: "rsqrt", peak * sqrt(warmup_steps / step), the paper's decay, made for
+    # runs of 100,000 steps; "linear", down in a straight line to almost 0 at the run's last
+    # step, which anneals a short run (``labformer train``'s quick recipe).
+    decay: str = "rsqrt"
 
     def __post_init__(self) -> None:
+        if self.decay not in DECAYS:
+            raise ValueError(f"decay must be one of {', '.join(DECAYS)}, got {self.decay!r}")
         if self.epochs < 1 or self.warmup_steps < 1 or self.lr <= 0:
             raise ValueError(f"epochs, warmup_steps and lr must be positive: {self}")
         if self.min_steps < 0:
@@ -131,16 +138,25 @@ def planned_schedule(config: TrainConfig, steps_per_epoch: int) -> tuple[int, in
     return epochs, warmup
 
 
-def lr_factor(step: int, warmup_steps: int, warmup: bool = True) -> float:
+def lr_factor(step: int, warmup_steps: int, warmup: bool = True, *, decay: str = "rsqrt",
+              total_steps: int | None = None) -> float:
     """Multiplier of the peak rate at optimiser step ``step`` (1-based).
 
     With ``warmup``, min(s/w, sqrt(w/s)): linear up to the peak at step w, then 1/sqrt
     (Vaswani et al. 5.3). Without, min(1, sqrt(w/s)): the peak from the first step, and the
-    same decay after step w.
+    same decay after step w. ``decay="linear"`` replaces sqrt(w/s) by (T - s + 1) / (T - w + 1)
+    for a run of T = ``total_steps`` steps: 1 at step w, 1 / (T - w + 1) at the last step.
     """
     step = max(step, 1)
     rise = step / warmup_steps if warmup else 1.0
-    return min(rise, math.sqrt(warmup_steps / step))
+    if decay == "rsqrt":
+        return min(rise, math.sqrt(warmup_steps / step))
+    if decay != "linear":
+        raise ValueError(f"decay must be one of {', '.join(DECAYS)}, got {decay!r}")
+    if total_steps is None or total_steps < 1:
+        raise ValueError(f"a linear decay needs the run's total_steps, got {total_steps}")
+    tail = max(1, total_steps - warmup_steps + 1)
+    return min(rise, 1.0, max(total_steps - step + 1, 1) / tail)
 
 
 def pick_device(name: str = "auto") -> torch.device:
@@ -476,7 +492,8 @@ def train(
         optimizer_groups(model, config.weight_decay), lr=config.lr, betas=config.betas
     )
     scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda i: lr_factor(i + 1, warmup, config.warmup)
+        optimizer, lambda i: lr_factor(i + 1, warmup, config.warmup, decay=config.decay,
+                                       total_steps=epochs * steps)
     )
     history, start_epoch = History(), 0
     if resume and checkpoint is not None and Path(checkpoint).is_file():

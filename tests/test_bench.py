@@ -16,7 +16,7 @@ def test_every_benchmark_runs_at_a_tiny_size(tmp_path, capsys):
     rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line]
     names = " ".join(rows)
     for expected in ("MultiHeadAttention", "Transformer training step", "FLOP/s",
-                     "KV cache", "Beam search"):
+                     "KV cache", "Beam search", "quick vs paper recipe"):
         assert expected in names
     for line in rows[1:]:
         cells = [c.strip() for c in line.strip("|").split("|")]

@@ -286,6 +286,39 @@ def test_train_seed_sets_the_training_seed_only(capsys, monkeypatch, tmp_path):
     assert cli._parser().parse_args(["train"]).seed == 0
 
 
+def test_train_recipes_quick_by_default_and_paper_on_request(capsys, monkeypatch, tmp_path):
+    import labformer.cli as cli
+    from labformer.cli.train import RECIPE_HELP
+    from labformer.translate import QUICK_TRAIN, RECIPES
+
+    # the help's lines, written out to keep torch out of `labformer --help`, are the recipes'
+    assert {name: r.summary() for name, r in RECIPES.items()} == RECIPE_HELP
+    assert RECIPES["paper"].train == TRAIN_DEFAULTS and RECIPES["paper"].model == {}
+    assert RECIPES["quick"].train == QUICK_TRAIN and QUICK_TRAIN.decay == "linear"
+    calls = []
+
+    def fake_train(data, valid, **kw):
+        calls.append((kw["train_config"], kw["model_overrides"], kw["batch_size"]))
+        return Translator(build_model(Vocab(["a"]), Vocab(["x"]), **TINY), Vocab(["a"]),
+                          Vocab(["x"]))
+
+    monkeypatch.setattr(labformer.translate, "train_translator", fake_train)
+    out = str(tmp_path / "x.pt")
+    for extra in ([], ["--recipe", "paper", "--overwrite"], ["--seed", "3", "--steps", "900",
+                                                           "--overwrite"]):
+        code, stdout, err = run(capsys, "train", "--num-pairs", "2100", "--out", out, *extra)
+        assert code == 0, err
+        name = "paper" if "paper" in extra else "quick"
+        assert f"recipe: {name} ({RECIPES[name].summary()})" in stdout
+    assert calls[0] == (QUICK_TRAIN, {"dropout": 0.0}, 96)
+    assert calls[1] == (TRAIN_DEFAULTS, {}, 96)
+    assert calls[2][0] == dataclasses.replace(QUICK_TRAIN, seed=3, min_steps=900)
+    assert cli._parser().parse_args(["train"]).recipe == "quick"
+    with pytest.raises(SystemExit) as stop:
+        run(capsys, "train", "--recipe", "fast", "--out", out)
+    assert stop.value.code == 2 and "invalid choice: 'fast'" in capsys.readouterr().err
+
+
 def test_train_reports_a_missing_pairs_file_and_a_bad_device(capsys, tmp_path):
     code, _, err = run(capsys, "train", "--pairs", str(tmp_path / "none.tsv"))
     assert code == 1 and "pairs file not found" in err
@@ -828,3 +861,15 @@ def test_usage_errors_speak_the_users_words(capsys):
         err = capsys.readouterr().err
         assert e.value.code == 2 and words in err
         assert "_beam" not in err and "invalid" not in err
+
+
+def test_resuming_a_checkpoint_of_the_other_recipe_is_refused_with_the_reason(capsys, tmp_path):
+    ck = tmp_path / "run.pt"
+    args = ["train", "--out", str(ck), "--num-pairs", "2100", "--device", "cpu",
+            "--batch-size", "50", "--quiet", "--epochs", "1"]
+    code, _, err = run(capsys, *args, "--recipe", "paper")
+    assert code == 3, err  # 2 steps learn nothing; the file is written all the same
+    before = ck.read_bytes()
+    code, _, err = run(capsys, *args, "--resume")  # the default recipe is quick
+    assert code != 0 and "resume with the file's --recipe" in err, err
+    assert ck.read_bytes() == before

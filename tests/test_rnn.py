@@ -8,6 +8,7 @@ import torch.nn.functional as F
 
 from labformer.attention import AdditiveAttention
 from labformer.rnn import ATTENTION_KINDS, RNNConfig, Seq2SeqRNN, TeacherForcedRNN
+from labformer.runs import subnormals_flushed
 
 PAD, BOS, EOS = 0, 1, 2
 V = 12
@@ -268,10 +269,11 @@ def flush_denormals():
     Flushing them to 0 is set per thread, so run this test on the calling thread only."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    torch.set_flush_denormal(True)
-    yield
-    torch.set_flush_denormal(False)
-    torch.set_num_threads(threads)
+    try:
+        with subnormals_flushed():
+            yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def test_tiny_training_run_learns_reversal_with_additive_attention(flush_denormals):

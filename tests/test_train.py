@@ -642,3 +642,31 @@ def test_lr_factor_without_warmup_starts_at_the_peak_and_decays_the_same():
               progress=False)
     assert h.step_lr[:5] == pytest.approx([3e-3] * 5)  # the peak from the first step
     assert h.step_lr[11] == pytest.approx(3e-3 * math.sqrt(5 / 12))
+
+
+def test_linear_decay_falls_in_a_straight_line_to_the_last_step():
+    w, total = 10, 50
+    f = [lr_factor(s, w, decay="linear", total_steps=total) for s in range(1, total + 1)]
+    assert f[:w] == pytest.approx([s / w for s in range(1, w + 1)])  # the same warm-up
+    assert f[w - 1] == 1.0 and f[-1] == pytest.approx(1 / (total - w + 1))
+    steps = [a - b for a, b in zip(f[w - 1:-1], f[w:], strict=True)]
+    assert steps == pytest.approx([1 / (total - w + 1)] * (total - w))  # one slope
+    assert lr_factor(total + 5, w, decay="linear", total_steps=total) > 0  # never 0 or below
+    assert lr_factor(1, w, warmup=False, decay="linear", total_steps=total) == 1.0
+    with pytest.raises(ValueError, match="total_steps"):
+        lr_factor(3, w, decay="linear")
+    with pytest.raises(ValueError, match="decay must be one of rsqrt, linear"):
+        lr_factor(3, w, decay="cosine", total_steps=total)
+    with pytest.raises(ValueError, match="decay must be one of rsqrt, linear, got 'cosine'"):
+        TrainConfig(decay="cosine")
+
+
+def test_a_linear_run_ends_at_its_smallest_rate_over_all_epochs():
+    # 2 epochs of 6 batches: the decay spans the whole run, not each epoch
+    h = train(_model(), _copy_batches(), _config(2, decay="linear"), device="cpu",
+              progress=False)
+    total, w, peak = 12, 5, 3e-3
+    assert len(h.step_lr) == total
+    assert h.step_lr[w - 1] == pytest.approx(peak)
+    assert h.step_lr[-1] == pytest.approx(peak / (total - w + 1))
+    assert all(a > b for a, b in zip(h.step_lr[w - 1:], h.step_lr[w:], strict=False))

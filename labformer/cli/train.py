@@ -35,6 +35,15 @@ if TYPE_CHECKING:
     from ..train import History
     from ..translate import Translator
 
+# labformer.translate.RECIPES, written out so that `labformer --help` does not load torch
+# (tests/test_cli.py checks that these lines are the recipes' own summaries).
+RECIPE_HELP = {
+    "quick": "2 epochs (500 steps at least), warm-up 100, linear decay from 0.004, dropout 0, "
+             "batch 96",
+    "paper": "3 epochs (800 steps at least), warm-up 200, 1/sqrt decay from 0.002, dropout "
+             "0.1, batch 96",
+}
+RECIPE_NAMES = tuple(RECIPE_HELP)
 MIN_PAIRS = 100  # fewer pairs than this teach a translator nothing: refuse (--min-pairs)
 NEAR_ZERO_BLEU = 1.0  # a final validation BLEU below this: the run learned nothing
 MEMORISED_BLEU = 50.0  # ... unless its training pairs come back this well: it memorised them
@@ -60,12 +69,17 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing checkpoint --out with a new run, once the new "
                         "run has finished (default off: refuse)")
+    p.add_argument("--recipe", choices=RECIPE_NAMES, default="quick",
+                   help="how to train. " + "; ".join(
+                       f"{name}: {line}" for name, line in RECIPE_HELP.items())
+                   + " (default quick; paper trains the book's chapter 11 translator)")
     p.add_argument("--epochs", type=positive, default=None,
-                   help="exactly this many passes over the training data (default: enough "
-                        "whole epochs, 3 at least, for --steps)")
+                   help="exactly this many passes over the training data (default: the "
+                        "recipe's whole epochs, or more for its --steps)")
     p.add_argument("--steps", type=positive, default=None,
-                   help="at least this many optimiser steps (default 800); warm-up is 200 "
-                        "steps or a quarter of a shorter run")
+                   help="at least this many optimiser steps, in whole epochs (default: the "
+                        "recipe's, 500 quick, 800 paper); the warm-up is at most a quarter "
+                        "of the run")
     p.add_argument("--seed", type=seed, default=0,
                    help="training seed: initial weights, batches, dropout (default 0); the "
                         "corpus and the validation split keep their own fixed seed")
@@ -85,7 +99,7 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument("--num-pairs", type=positive, default=CORPUS_PAIRS,
                    help=f"generated corpus size (default {CORPUS_PAIRS})")
     p.add_argument("--batch-size", type=positive, default=None,
-                   help="pairs per step (default 96)")
+                   help="pairs per step (default: the recipe's, 96)")
     p.add_argument("--resume", action="store_true",
                    help="continue from --out (or its side file) if it exists (default off; "
                         "same result as one long run; the file must hold the same data and "
@@ -153,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
     from ..data import Vocab, generate_corpus
     from ..data.pairs import pair_key
     from ..train import pick_device, planned_schedule
-    from ..translate import BATCH_SIZE, MODEL_DEFAULTS, TRAIN_DEFAULTS, build_model, text_codecs
+    from ..translate import MODEL_DEFAULTS, build_model, text_codecs
 
     rank = int(os.environ.get("RANK", "0"))
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -202,13 +216,16 @@ def run(args: argparse.Namespace) -> int:
         read = f"{args.num_pairs} generated pairs"
         split = f"validation: {len(valid)} pairs, test: {len(corpus.test)} pairs"
     runs.check_writable(out)
-    config = TRAIN_DEFAULTS
+    from ..translate import RECIPES
+
+    recipe = RECIPES[args.recipe]
+    config = recipe.train
     if args.epochs:
         config = config.__class__(**{**_fields(config), "epochs": args.epochs, "min_steps": 0})
     if args.steps:
         config = config.__class__(**{**_fields(config), "min_steps": args.steps})
     config = config.__class__(**{**_fields(config), "seed": args.seed})
-    batch_size = args.batch_size or BATCH_SIZE
+    batch_size = args.batch_size or recipe.batch_size
     steps_per_epoch = max(1, _num_batches(len(data), batch_size) // world)
     epochs, _ = planned_schedule(config, steps_per_epoch)
     kind = "moses" if args.pairs else "words"
@@ -220,7 +237,8 @@ def run(args: argparse.Namespace) -> int:
               f"vocabulary: {len(src_vocab)} {args.src_lang} and {len(tgt_vocab)} "
               f"{args.tgt_lang} tokens; model: {n_params:,} parameters; device: {device}"
               f"{f' x {world} processes' if world > 1 else ''}; {epochs} epochs of "
-              f"{steps_per_epoch} steps ({epochs * steps_per_epoch} steps), batch {batch_size}")
+              f"{steps_per_epoch} steps ({epochs * steps_per_epoch} steps), batch {batch_size}",
+              f"recipe: {args.recipe} ({recipe.summary()})")
 
     with runs.lock(out) if rank == 0 else contextlib.nullcontext():
         # The lock is held: nothing of another run is touched from here on.
@@ -262,7 +280,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _train(args: argparse.Namespace, data: list[tuple[str, str]], valid: list[tuple[str, str]],
            source: dict[str, object], config: Any, batch_size: int, device: Any, epochs: int,
-           steps_per_epoch: int, banner: tuple[str, str], origin: str | None, copied: bool,
+           steps_per_epoch: int, banner: tuple[str, ...], origin: str | None, copied: bool,
            existed: bool, say: runs.RunLog, rank: int) -> int:
     """The run itself, under the lock, with its log open."""
     from .. import translate as translate_module
@@ -320,6 +338,7 @@ def _train(args: argparse.Namespace, data: list[tuple[str, str]], valid: list[tu
             try:
                 translator = translate_module.train_translator(
                     data, valid, seed=args.seed, train_config=config,
+                    model_overrides=translate_module.RECIPES[args.recipe].model,
                     batch_size=batch_size, device=device, checkpoint=partial,
                     resume=args.resume, progress=False, extra_state={"corpus": source},
                     src_lang=args.src_lang, tgt_lang=args.tgt_lang,
