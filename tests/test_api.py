@@ -115,7 +115,11 @@ def test_every_name_the_book_imports_is_importable_from_there():
     imports = _book_imports()
     assert len(imports) > 30  # the parser found the chapters' imports
     for notebook, module, name in imports:
-        assert hasattr(importlib.import_module(module), name), (notebook, module, name)
+        # ``from labformer import diagrams`` names a submodule: importable without being an
+        # attribute until something has imported it (which depends on the tests run before)
+        found = (hasattr(importlib.import_module(module), name)
+                 or importlib.util.find_spec(f"{module}.{name}") is not None)
+        assert found, (notebook, module, name)
 
 
 def test_every_labformer_attribute_the_book_mentions_exists():

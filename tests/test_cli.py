@@ -310,7 +310,7 @@ def test_train_recipes_quick_by_default_and_paper_on_request(capsys, monkeypatch
         assert code == 0, err
         name = "paper" if "paper" in extra else "quick"
         assert f"recipe: {name} ({RECIPES[name].summary()})" in stdout
-    assert calls[0] == (QUICK_TRAIN, {"dropout": 0.0}, 96)
+    assert calls[0] == (QUICK_TRAIN, {"dropout": 0.0}, 48)
     assert calls[1] == (TRAIN_DEFAULTS, {}, 96)
     assert calls[2][0] == dataclasses.replace(QUICK_TRAIN, seed=3, min_steps=900)
     assert cli._parser().parse_args(["train"]).recipe == "quick"

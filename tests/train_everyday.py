@@ -1,6 +1,6 @@
 """Train the translator with the command line's defaults on the shipped 300-pair file; check it.
 
-    python tests/train_everyday.py            # about 2-3 minutes of CPU time on one thread
+    python tests/train_everyday.py            # about a minute on one thread
     python tests/train_everyday.py --seed 3
 
 This is the README's "your own file" recipe, end to end: ``labformer train --pairs

@@ -38,8 +38,8 @@ if TYPE_CHECKING:
 # labformer.translate.RECIPES, written out so that `labformer --help` does not load torch
 # (tests/test_cli.py checks that these lines are the recipes' own summaries).
 RECIPE_HELP = {
-    "quick": "2 epochs (500 steps at least), warm-up 100, linear decay from 0.004, dropout 0, "
-             "batch 96",
+    "quick": "1 epoch (500 steps at least), warm-up 50, linear decay from 0.004, dropout 0, "
+             "batch 48",
     "paper": "3 epochs (800 steps at least), warm-up 200, 1/sqrt decay from 0.002, dropout "
              "0.1, batch 96",
 }
@@ -99,7 +99,7 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument("--num-pairs", type=positive, default=CORPUS_PAIRS,
                    help=f"generated corpus size (default {CORPUS_PAIRS})")
     p.add_argument("--batch-size", type=positive, default=None,
-                   help="pairs per step (default: the recipe's, 96)")
+                   help="pairs per step (default: the recipe's: 48 quick, 96 paper)")
     p.add_argument("--resume", action="store_true",
                    help="continue from --out (or its side file) if it exists (default off; "
                         "same result as one long run; the file must hold the same data and "
