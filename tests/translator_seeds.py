@@ -21,6 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from _train_child import run_child
 
+from labformer.cli.train import RECIPE_NAMES
+
 RUN = """
 import dataclasses, json, sys, time, torch
 from labformer import train_translator
@@ -47,7 +49,7 @@ FIELDS = [("greedy", "bleu", "BLEU"), ("greedy", "exact", "exact %"), ("greedy",
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--recipe", choices=["quick", "paper"], default="quick")
+    parser.add_argument("--recipe", choices=RECIPE_NAMES, default="quick")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--kernels", nargs="+", default=["native", "avx2"],
                         choices=["native", "default", "avx2", "avx512"])

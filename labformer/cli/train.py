@@ -167,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
     from ..data import Vocab, generate_corpus
     from ..data.pairs import pair_key
     from ..train import pick_device, planned_schedule
-    from ..translate import MODEL_DEFAULTS, build_model, text_codecs
+    from ..translate import MODEL_DEFAULTS, RECIPES, build_model, text_codecs
 
     rank = int(os.environ.get("RANK", "0"))
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -216,8 +216,6 @@ def run(args: argparse.Namespace) -> int:
         read = f"{args.num_pairs} generated pairs"
         split = f"validation: {len(valid)} pairs, test: {len(corpus.test)} pairs"
     runs.check_writable(out)
-    from ..translate import RECIPES
-
     recipe = RECIPES[args.recipe]
     config = recipe.train
     if args.epochs:
