@@ -11,8 +11,10 @@ JOBS ?= 2
 # changes, cached notebook outputs are stale.
 LABFORMER_HASH = $(shell find labformer book/data -type f -not -path '*/__pycache__/*' | LC_ALL=C sort \
                    | xargs sha256sum | sha256sum | cut -c1-16)
-# The executed outputs also depend on the seed and on the CPU kernels the chapters run with.
-BOOK_KEY = $(LABFORMER_HASH) seed=$(LABFORMER_SEED) cpu=$(ATEN_CPU_CAPABILITY)
+# The executed outputs also depend on the seed, on the CPU kernels the chapters run with, and on
+# whether a Chinese font is installed (plots drawn per edition need one for their Chinese twin).
+BOOK_KEY = $(LABFORMER_HASH) seed=$(LABFORMER_SEED) cpu=$(ATEN_CPU_CAPABILITY) \
+           zh-font=$(if $(wildcard $(CJK_FONT)),yes,no)
 
 .PHONY: help venv book translations test lint test-robust test-notebooks test-mutants lab bench browser \
         clean
@@ -46,7 +48,7 @@ venv: $(STAMP)
 book: venv
 	@mkdir -p _build
 	@if [ "$$(cat _build/.labformer-hash 2>/dev/null)" != "$(BOOK_KEY)" ]; then \
-	  echo "labformer, book/data, LABFORMER_SEED or ATEN_CPU_CAPABILITY changed: re-executing every notebook"; \
+	  echo "labformer, book/data, LABFORMER_SEED, ATEN_CPU_CAPABILITY or the Chinese font changed: re-executing every notebook"; \
 	  rm -rf _build/.jupyter_cache _build/.doctrees _build/zh/_build/.doctrees; fi
 	@echo "$(BOOK_KEY)" > _build/.labformer-hash
 	@# The notebooks first, two at a time, into the execution cache; the build then reads it.

@@ -32,6 +32,8 @@ __all__ = [
     "attention_explorer",
     "attention_heads",
     "attention_heatmap",
+    "chinese_font",
+    "edition_style",
     "panels",
     "signed_heatmap",
     "training_curves",
@@ -67,6 +69,58 @@ STYLE: dict[str, object] = {
 def apply_style() -> None:
     """The book's plot style: seaborn's whitegrid theme with :data:`STYLE` on top."""
     sns.set_theme(context="notebook", style="whitegrid", palette="deep", rc=STYLE)
+
+
+#: Fonts with Chinese glyphs, in the order tried: the book's build installs the first
+#: (Debian's fonts-wqy-microhei, as the browser test does); the others are common on laptops.
+CHINESE_FONTS = ("WenQuanYi Micro Hei", "Noto Sans CJK SC", "Source Han Sans SC",
+                 "Microsoft YaHei", "PingFang SC", "Heiti SC")
+
+
+def chinese_font() -> str | None:
+    """The first of :data:`CHINESE_FONTS` that matplotlib can use, or None if none is installed.
+
+    matplotlib lists a machine's fonts once, in a cache; a font installed after that is missing
+    from the list, so the system's font files whose names mark them as one of these fonts are
+    added first."""
+    from matplotlib import font_manager
+
+    def listed() -> str | None:
+        found = {f.name for f in font_manager.fontManager.ttflist}
+        return next((name for name in CHINESE_FONTS if name in found), None)
+
+    if listed() is None:
+        for path in font_manager.findSystemFonts():
+            if any(mark in path.lower() for mark in _CHINESE_FILE_MARKS):
+                try:
+                    font_manager.fontManager.addfont(path)
+                except (OSError, RuntimeError, ValueError):  # a file FreeType cannot read
+                    continue
+    return listed()
+
+
+#: Parts of the file names of :data:`CHINESE_FONTS` (lower case).
+_CHINESE_FILE_MARKS = ("wqy-microhei", "notosanscjk", "sourcehansans", "msyh", "pingfang",
+                       "stheiti")
+
+
+def edition_style(language: str) -> Any:
+    """A ``with`` block in which figures draw text in one edition's language: for ``"zh"``
+    DejaVu Sans first (Latin letters, digits, minus signs look as in the English figures), then
+    :func:`chinese_font` for the Chinese characters; for ``"en"`` the book's style unchanged.
+
+    Raises ``RuntimeError`` for ``"zh"`` when no Chinese font is installed (a figure would show
+    empty boxes): callers check :func:`chinese_font` first and keep the English figure.
+    """
+    if language == "en":
+        return plt.rc_context({})
+    if language != "zh":
+        raise ValueError(f"edition_style: language must be 'en' or 'zh', got {language!r}")
+    font = chinese_font()
+    if font is None:
+        raise RuntimeError("no Chinese font found; install one of " + ", ".join(CHINESE_FONTS))
+    # a list of families, not "sans-serif": matplotlib falls back glyph by glyph along it
+    return plt.rc_context({"font.family": ["DejaVu Sans", font]})
 
 
 def _figure(ax: Axes) -> Figure:

@@ -4,6 +4,7 @@ paired seeds on both kernels where the chapter checks its run, the choice made o
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -55,3 +56,18 @@ def test_a_missing_out_is_refused(capsys):
     with pytest.raises(SystemExit):
         curves.main([])
     assert "--out" in capsys.readouterr().err
+
+
+def test_each_budget_buys_both_models_the_same_cpu_time():
+    """The GRU's step counts come from the measured cost ratio (COST_RATIO): at every budget its
+    tuning runs took about the CPU time of the Transformer's runs without dropout (seed 0, the
+    same kernels, one thread)."""
+    def cpu(model: str, budget: str) -> float:
+        return statistics.median(r["cpu_s"] for r in DATA["runs"] if r["phase"] == "tuning"
+                                 and r["model"] == model and r["budget"] == budget
+                                 and not r["dropout"])
+
+    assert DATA["cost_ratio"] == curves.COST_RATIO
+    for budget in curves.BUDGETS:
+        ratio = cpu("gru", budget) / cpu("transformer", budget)
+        assert 0.85 < ratio < 1.15, (budget, ratio)

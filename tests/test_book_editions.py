@@ -58,7 +58,8 @@ class _PageText(HTMLParser):
         self.paragraphs: list[str] = []
         self.images: list[str] = []
         self.diagrams: list[str] = []  # images inside <figure class="lf-diagram">
-        self._in_diagram = False
+        self.plots: list[str] = []  # images inside <figure class="lf-edition">: a plot per edition
+        self._figure: list[str] | None = None  # where this figure's images go
         self.switch: list[str] = []
         self._stack: list[tuple[str, bool]] = []
         self._paragraph: list[str] | None = None
@@ -74,11 +75,13 @@ class _PageText(HTMLParser):
         if tag in {"img", "br", "meta", "link", "input", "hr", "source"}:
             if tag == "img" and "_images/" in a.get("src", ""):
                 name = a["src"].rsplit("_images/", 1)[1]
-                (self.diagrams if self._in_diagram else self.images).append(name)
+                (self.images if self._figure is None else self._figure).append(name)
             return
         classes = a.get("class", "")
         if tag == "figure":
-            self._in_diagram = "lf-diagram" in classes.split()
+            kinds = classes.split()
+            self._figure = (self.diagrams if "lf-diagram" in kinds else
+                            self.plots if "lf-edition" in kinds else None)
         skip = tag in {"pre", "code", "script", "style"} or any(s in classes for s in self.SKIP)
         self._stack.append((tag, skip))
         if tag == "p" and "lf-language-switch" in classes:
@@ -90,7 +93,7 @@ class _PageText(HTMLParser):
 
     def handle_endtag(self, tag: str) -> None:
         if tag == "figure":
-            self._in_diagram = False
+            self._figure = None
         while self._stack:
             open_tag, _ = self._stack.pop()
             if open_tag == tag:
@@ -123,9 +126,10 @@ def test_chinese_edition_has_every_page_with_the_same_figures(html_dir: Path) ->
     english, chinese = editions(html_dir)
     assert chinese, f"no Chinese edition under {html_dir / ZH}: `make book` builds it"
     assert sorted(chinese) == sorted(english)
-    problems = []
+    problems, plots = [], 0
     for rel in english:
         en, zh = read_page(html_dir / rel), read_page(html_dir / ZH / rel)
+        plots += len(en.plots)
         if en.images != zh.images:
             problems.append(f"{rel}: figures differ: {en.images} vs {zh.images}")
         for name in zh.images:
@@ -143,6 +147,16 @@ def test_chinese_edition_has_every_page_with_the_same_figures(html_dir: Path) ->
                 if bool(CJK.search(text)) != want_cjk:
                     problems.append(f"{root.name}/{rel}: diagram {name} "
                                     f"{'lacks' if want_cjk else 'has'} Chinese labels")
+        # a plot drawn per edition (labformer.plot.edition_style): the Chinese one is its own
+        if len(en.plots) != len(zh.plots):
+            problems.append(f"{rel}: {len(en.plots)} plots per edition in English, "
+                            f"{len(zh.plots)} in Chinese")
+        for en_name, zh_name in zip(en.plots, zh.plots, strict=False):
+            if (html_dir / "_images" / en_name).read_bytes() == \
+                    (html_dir / ZH / "_images" / zh_name).read_bytes():
+                problems.append(f"{rel}: the Chinese edition shows the English plot {en_name} "
+                                "(no Chinese font when it was drawn?)")
+    assert plots, "no page has a plot drawn per edition (<figure class=\"lf-edition\">)"
     assert not problems, "\n".join(problems)
 
 

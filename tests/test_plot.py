@@ -5,12 +5,15 @@ import matplotlib
 matplotlib.use("Agg")
 
 import json  # noqa: E402
+import warnings  # noqa: E402
 
+import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from labformer import plot  # noqa: E402
 from labformer.plot import (  # noqa: E402
     EXPLORER_CLASS,
     PLOTLY_MIME,
@@ -248,3 +251,26 @@ def test_an_edit_to_a_book_extension_rebuilds_every_page(tmp_path, monkeypatch):
     claims = tmp_path / "claims.py"
     claims.write_text(claims.read_text() + "\n# an edit\n")
     assert ext.extensions_digest() != before
+
+
+def test_edition_style_draws_chinese_with_a_chinese_font_or_refuses():
+    font = plot.chinese_font()
+    assert font is None or font in plot.CHINESE_FONTS
+    with plot.edition_style("en"):
+        assert "DejaVu Sans" in plt.rcParams["font.sans-serif"]
+    with pytest.raises(ValueError, match="'fr'"):
+        plot.edition_style("fr")
+    if font is None:
+        with pytest.raises(RuntimeError, match="no Chinese font"):
+            plot.edition_style("zh")
+        return
+    before = list(plt.rcParams["font.family"])
+    with plot.edition_style("zh"):
+        assert plt.rcParams["font.family"] == ["DejaVu Sans", font]
+        fig, ax = plt.subplots()
+        ax.set_title("注意力")  # no "Glyph missing" warning: the font has the characters
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            fig.canvas.draw()
+        plt.close(fig)
+    assert plt.rcParams["font.family"] == before  # restored after the block

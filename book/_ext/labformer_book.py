@@ -19,6 +19,7 @@ the notebook glued one (``edition_figures``).
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import html
 import re
@@ -263,9 +264,9 @@ def edition_figures() -> None:
     """A glued figure shows its edition's twin, with the picture's own alt text.
 
     ``{glue:figure} KEY`` in the Chinese edition shows ``KEY_zh`` when the notebook glued one
-    (a diagram with Chinese labels), else ``KEY`` (a plot of data, English in both editions).
-    A figure given no ``:alt:`` takes the <title> of its SVG, which labformer.diagrams writes
-    in the language of its labels.
+    (a diagram or a plot with Chinese labels), else ``KEY``. A figure given no ``:alt:`` takes
+    the <title> of its SVG, which labformer.diagrams writes in the language of its labels, or
+    else the text glued as ``KEY_alt`` (``KEY_alt_zh`` in the Chinese edition).
     """
     import myst_nb.ext.glue.directives as glue_directives
     import myst_nb.ext.glue.utils as glue_utils
@@ -296,6 +297,14 @@ def edition_figures() -> None:
             title = SVG_TITLE.search(svg if isinstance(svg, str) else "")
             if title:
                 self.options["alt"] = html.unescape(title.group(1)).strip()
+            else:  # a plot: its alt text glued as KEY_alt (and KEY_alt_zh)
+                try:
+                    alt = edition_retrieve(self.document, f"{self.arguments[0]}_alt")
+                except glue_utils.RetrievalError:
+                    alt = None
+                text = alt.data.get("text/plain") if alt is not None else None
+                if isinstance(text, str):
+                    self.options["alt"] = ast.literal_eval(text).strip()
         return figure_run(self)
 
     edition_retrieve._edition = True  # type: ignore[attr-defined]
