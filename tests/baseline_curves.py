@@ -1,6 +1,6 @@
 """Chapter 14's baseline as curves: both models tuned at each of three CPU budgets.
 
-    python tests/baseline_curves.py --out book/data/14_baseline_curves.json   # about 25 minutes alone
+    python tests/baseline_curves.py --out book/data/14_baseline_curves.json   # 25 min alone
 
 The budgets are half, one and two of the Transformer's epochs in CPU time: 146, 292 and 584
 Transformer steps, and 181, 362 and 724 GRU steps. A GRU step costs 1/1.24 of a Transformer
