@@ -38,7 +38,18 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	@touch $(STAMP)
 
+# The git filter that keeps outputs out of git (.gitattributes applies it to the chapters): a
+# learner who runs and saves a chapter keeps the outputs in their file, and `git status` stays
+# clean. Its command is book/_ext/cell_metadata.py's STRIP. Outside a git checkout: nothing.
+NBSTRIP := $(CURDIR)/$(VENV)/bin/nbstripout --keep-id --extra-keys \
+           'cell.metadata.user_expressions metadata.language_info'
 venv: $(STAMP)
+	@if git rev-parse --git-dir >/dev/null 2>&1 && \
+	    [ "$$(git config --get filter.nbstripout.clean)" != "$(NBSTRIP)" ]; then \
+	  git config filter.nbstripout.clean "$(NBSTRIP)" && \
+	  git config filter.nbstripout.smudge cat && \
+	  git config diff.ipynb.textconv "$(NBSTRIP) -t" && \
+	  echo "git: chapters are stored without their outputs (filter nbstripout)"; fi
 
 # A build that fails leaves no HTML behind and fails again on the next run: Sphinx only re-reads
 # changed pages, so a page whose notebook failed would otherwise be served, traceback included,
@@ -149,8 +160,13 @@ test-mutants: venv
 test-notebooks: venv
 	OMP_NUM_THREADS=1 TQDM_DISABLE=1 $(NBVAL)
 
+# JupyterLab with the MyST renderer (jupyterlab-myst, pinned): the chapters read as on the page.
+# As root, JupyterLab needs --allow-root; LAB_ARGS passes more options, for example
+# make lab LAB_ARGS="--no-browser --port 8890".
+LAB_ARGS ?=
 lab: venv
-	$(VENV)/bin/jupyter lab book/
+	$(VENV)/bin/jupyter lab --notebook-dir=book $(if $(filter 0,$(shell id -u)),--allow-root) \
+	  $(LAB_ARGS)
 
 bench: venv
 	$(PY) -m bench

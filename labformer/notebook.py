@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["SEED_ENV", "ClaimFailed", "Evidence", "Sweep", "decide", "evidence", "human_number",
-           "measured_text", "predictive_interval", "resolve_seed", "setup_notebook", "shape_text",
-           "t_quantile", "table"]
+__all__ = ["SEED_ENV", "ClaimFailed", "Evidence", "Sweep", "book_file", "decide", "evidence",
+           "human_number", "measured_text", "predictive_interval", "repo_root", "resolve_seed",
+           "setup_notebook", "shape_text", "t_quantile", "table"]
 
 #: Environment variable that overrides the seed a chapter asks for, so that the whole book can
 #: be re-run with another seed without editing a notebook: ``LABFORMER_SEED=3 make test``.
@@ -49,6 +49,46 @@ def resolve_seed(seed: int = 0) -> int:
     if value < 0:
         raise ValueError(f"{SEED_ENV} must be a non-negative integer, got {value}")
     return value
+
+
+def repo_root() -> Path:
+    """The book's repository: the first folder holding ``_config.yml`` and ``book/``, looked for
+    from the working directory up, then from the installed package's own folder up (an editable
+    install from the repository), so a chapter runs from ``book/``, the repository root,
+    VS Code or ``jupyter execute`` started anywhere. Raises FileNotFoundError in one sentence
+    when neither place is inside the repository."""
+    here = Path(__file__).resolve().parent
+    for start in (Path.cwd().resolve(), here):
+        for folder in (start, *start.parents):
+            if (folder / "_config.yml").is_file() and (folder / "book").is_dir():
+                return folder
+    raise FileNotFoundError(
+        "this chapter needs the labformer book's repository (its _config.yml and book/ folder), "
+        "but neither the working directory nor the installed labformer package lies inside it: "
+        "open the chapter from the repository's book/ folder, or install labformer from the "
+        "repository with `pip install -e .`")
+
+
+def book_file(relative: str | os.PathLike[str]) -> Path:
+    """A file the chapters read, such as ``data/03_scaling.json``: relative to the working
+    directory when it exists there (a chapter run from ``book/``), else relative to the
+    repository's ``book/`` folder (:func:`repo_root`). An absolute path is kept as it is.
+
+    Raises FileNotFoundError in one sentence naming the file and where it was looked for."""
+    path = Path(relative)
+    if path.exists():
+        return path
+    if path.is_absolute():
+        raise FileNotFoundError(f"this chapter needs {path}, but it does not exist")
+    try:
+        candidate = repo_root() / "book" / path
+    except FileNotFoundError as exc:
+        raise FileNotFoundError(f"this chapter needs {path.as_posix()}, which ships in the book's "
+                                f"repository under book/; {exc}") from None
+    if not candidate.exists():
+        raise FileNotFoundError(f"this chapter needs {path.as_posix()}, but it is neither in the "
+                                f"working directory nor at {candidate}")
+    return candidate
 
 
 def setup_notebook(seed: int = 0, precision: int = 4, threads: int | None = 1) -> int:
@@ -303,8 +343,20 @@ def measured_text(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
+#: What a reader can try when a claim fails, shown under the failed claims.
+WHAT_TO_TRY = ("What to try: if you changed a setting above, the claim may not hold at your "
+               "setting (restore it to see the claim hold); else rerun the chapter with another "
+               "seed (LABFORMER_SEED) to see whether this run was unusual.")
+
+
 class ClaimFailed(AssertionError):
-    """A claim a chapter makes did not hold on this run: the message names it and its values."""
+    """A claim a chapter makes did not hold on this run: the message names it and its values.
+
+    In IPython the error shows as one block (the claims, their measured values and bounds, and
+    what to try) instead of a traceback through the book's helpers."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"ClaimFailed: {self}", "", WHAT_TO_TRY]
 
 
 @dataclass
@@ -321,6 +373,17 @@ class Evidence:
     claims: list[tuple[str, bool, str]] = field(default_factory=list)
     #: shown opened rather than folded to one line (a headline claim the prose leans on)
     opened: bool = False
+    #: claims left out on this run, each with the one line that says why (:meth:`note`)
+    notes: list[str] = field(default_factory=list)
+
+    def note(self, text: str) -> bool:
+        """Records a claim left out on this run and why, in one line (for example a claim held
+        to a stored sweep made at another setting than the reader's). Returns True, so that
+        ``assert ev.note(...)`` reads like a check; a note never fails the block."""
+        if not text.strip():
+            raise ValueError("a note needs its text")
+        self.notes.append(text)
+        return True
 
     def check(self, claim: str, holds: object, measured: object = "") -> bool:
         """Records ``claim`` with whether it ``holds`` and the ``measured`` values behind it.
@@ -348,7 +411,7 @@ class Evidence:
 
     def verify(self) -> Evidence:
         """Raises :class:`ClaimFailed` listing the claims that do not hold; else ``self``."""
-        if not self.claims:
+        if not self.claims and not self.notes:
             raise ValueError("evidence with no claim: check at least one")
         error = self.failure()
         if error is not None:
@@ -358,14 +421,16 @@ class Evidence:
     def __str__(self) -> str:
         head = [self.title] if self.title else []
         return "\n".join(head + [f"{'✓' if ok else '✗'} {c}" + (f": {m}" if m else "")
-                                  for c, ok, m in self.claims])
+                                  for c, ok, m in self.claims]
+                          + [f"○ {n}" for n in self.notes])
 
     def tally(self) -> str:
         """The folded line's count: "7 checks hold", "1 check holds", "2 of 7 checks fail"."""
         n, failed = len(self.claims), sum(not ok for _, ok, _ in self.claims)
+        left = (f", {len(self.notes)} left out" if self.notes else "")
         if failed:
-            return f"{failed} of {n} checks fail"
-        return f"{n} check holds" if n == 1 else f"{n} checks hold"
+            return f"{failed} of {n} checks fail{left}"
+        return (f"{n} check holds" if n == 1 else f"{n} checks hold") + left
 
     def _repr_html_(self) -> str:
         """One line that says what was checked and how it came out; the claims one click away.
@@ -378,7 +443,9 @@ class Evidence:
             f'<li class="{"lf-holds" if ok else "lf-fails"}"><span class="lf-claim">'
             f"{html.escape(c)}</span>"
             + (f'<span class="lf-measured">{html.escape(m)}</span>' if m else "") + "</li>"
-            for c, ok, m in self.claims)
+            for c, ok, m in self.claims) + "".join(
+            f'<li class="lf-notice"><span class="lf-claim">{html.escape(n)}</span></li>'
+            for n in self.notes)
         ok = all(holds for _, holds, _ in self.claims)
         lead = (f'<span class="lf-evidence-title">{html.escape(self.title)}</span>' if self.title
                 else f'<span class="lf-claim">{html.escape(self.claims[0][0])}</span>'
@@ -386,7 +453,7 @@ class Evidence:
         summary = (f'<summary class="{"lf-holds" if ok else "lf-fails"}">'
                    f'<span class="lf-tally">{self.tally()}</span>'
                    f'<span class="lf-lead">{lead}</span></summary>')
-        opened = " open" if self.opened or not ok else ""
+        opened = " open" if self.opened or not ok or self.notes else ""
         return f'<details class="lf-evidence"{opened}>{summary}<ul>{items}</ul></details>'
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
@@ -424,6 +491,16 @@ def evidence(title: str = "", *, open: bool = False) -> Iterator[Evidence]:
         print(ev)
     else:
         display(ev)  # type: ignore[no-untyped-call]
+
+
+def _same_setting(a: Any, b: Any) -> bool:
+    """Whether a chapter's setting equals the one stored in a sweep's JSON (tuples are lists
+    there, and numbers may have become floats)."""
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(_same_setting(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, (int, float, np.number)) and isinstance(b, (int, float)):
+        return math.isclose(float(a), float(b), rel_tol=1e-12, abs_tol=0.0)
+    return bool(a == b)
 
 
 def _beta_fraction(a: float, b: float, x: float) -> float:
@@ -529,12 +606,8 @@ class Sweep:
 
     def __init__(self, path: str | os.PathLike[str], verdicts: int = 1, alpha: float = 5e-6,
                  family: float = 0.05) -> None:
-        self.path = Path(path)
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise FileNotFoundError(f"no sweep at {self.path}: run the command in the chapter's "
-                                    "data cell (tests/claim_sweep.py --write)") from None
+        self.path = book_file(path)
+        data = json.loads(self.path.read_text(encoding="utf-8"))
         if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
             raise ValueError(f"{self.path} is not a sweep: it needs a list of runs")
         if verdicts < 1 or not 0 < family < 1:
@@ -543,6 +616,31 @@ class Sweep:
         self.data, self.runs, self.alpha = data, data["runs"], alpha
         self.verdicts, self.family = verdicts, family
         self.n = len(self.runs)
+        #: the settings the sweep was made at (the data file's ``settings``): a run at other
+        #: settings is not held to it (:meth:`differs`)
+        self.settings: dict[str, Any] = dict(data.get("settings", {}))
+
+    def differs(self, settings: dict[str, Any] | None) -> str | None:
+        """None when this run's ``settings`` (name -> value, as the chapter's code has them)
+        are the sweep's; else the one line that says which differ, that the claim is not held
+        to the sweep, and how to restore it or make a sweep at the new setting. A setting the
+        data file does not record raises KeyError (the chapter and its sweep disagree)."""
+        if not settings:
+            return None
+        unknown = [k for k in settings if k not in self.settings]
+        if unknown:
+            raise KeyError(f"{self.path.name} does not record the settings {unknown} "
+                           f"(it records {sorted(self.settings)})")
+        changed = {k: v for k, v in settings.items() if not _same_setting(v, self.settings[k])}
+        if not changed:
+            return None
+        run = ", ".join(f"{k} = {measured_text(v)}" for k, v in changed.items())
+        made = ", ".join(measured_text(self.settings[k]) for k in changed)
+        back = ", ".join(f"{k} = {measured_text(self.settings[k])}" for k in changed)
+        command = self.data.get("command", "tests/claim_sweep.py")
+        return (f"this run uses {run}; the stored sweep was made at {made}, so this claim is "
+                f"not held to it: restore {back}, or make a sweep at your setting with "
+                f"`{command}`")
 
     def values(self, name: str) -> np.ndarray:
         """Every run's value of quantity ``name``."""
@@ -570,14 +668,23 @@ class Sweep:
 
     def check(self, ev: Evidence, claim: str, name: str, value: float, fmt: str = "{:.2f}", *,
               above: float | None = None, below: float | None = None,
-              holds: object = True) -> bool:
+              holds: object = True, settings: dict[str, Any] | None = None) -> bool:
         """``ev.check`` of ``claim``: it holds when the sweep's mean lies beyond ``above`` /
         ``below`` (:meth:`mean_beyond`), this run's ``value`` lies in the sweep's interval, and
         ``holds`` (a condition on this run alone, if the claim has one) is true.
 
+        ``settings``: the values this run used for what the sweep fixed (``{"d_model": 128}``).
+        When they differ from the sweep's (:meth:`differs`), only ``holds`` is checked, and the
+        comparison with the sweep is left out with a one-line note saying why.
+
         ``fmt`` formats the numbers shown; ``fmt="10^"`` (or any format that starts so) marks
         a quantity held on a log10 scale: the reader sees ``10 ** x`` to three significant
         digits, and the sweep's mean as a geometric mean."""
+        other = self.differs(settings)
+        if other is not None:
+            ok = ev.check(claim + " (on this run alone)", holds, "") if holds is not True else True
+            ev.note(f"{claim}: {other}")
+            return ok
         lo, hi = self.interval(name)
         ok = bool(holds) and self.mean_beyond(name, above, below) and lo <= value <= hi
         mean = float(self.values(name).mean())

@@ -97,3 +97,85 @@ def test_every_prompt_of_a_collapsed_cell_has_its_chinese() -> None:
             if re.search(r"[<>&\"']", prompt):  # escaped in HTML: translate_toggles misses it
                 problems.append(f"{name} cell {n}: {prompt!r} holds a character HTML escapes")
     assert not problems, "\n".join(problems)
+
+
+def _cell_metadata():
+    spec = importlib.util.spec_from_file_location("cell_metadata",
+                                                  ROOT / "book" / "_ext" / "cell_metadata.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_jupyterlab_collapses_what_the_page_hides():
+    """A chapter opened in JupyterLab collapses the cells the page collapses: the flags
+    JupyterLab reads (metadata.jupyter) follow the tags the book reads, in every chapter."""
+    tool = _cell_metadata()
+    assert tool.problems() == [], "run: python book/_ext/cell_metadata.py sync"
+    solutions = [cell for _, _, cell in _code_cells() if "solution" in _tags(cell)]
+    assert len(solutions) >= 40
+    for cell in solutions:  # a solution stays closed, its code and its outputs
+        assert cell["metadata"]["jupyter"] == {"source_hidden": True, "outputs_hidden": True}
+    checks = [cell for _, _, cell in _code_cells() if _tags(cell) == {"hide-input"}]
+    assert checks and all(c["metadata"]["jupyter"] == {"source_hidden": True} for c in checks)
+
+
+def test_the_drift_check_bites():
+    """A cell whose flags were lost, or set where the page shows the code, is reported."""
+    tool = _cell_metadata()
+    hidden = {"cell_type": "code", "metadata": {"tags": ["hide-input"]}, "source": []}
+    assert tool.drift(hidden) == ({}, {"source_hidden": True})
+    shown = {"cell_type": "code", "metadata": {"jupyter": {"source_hidden": True}},
+             "source": []}
+    assert tool.drift(shown) == ({"source_hidden": True}, {})
+    synced = {"cell_type": "code", "metadata": {"tags": ["solution", "hide-cell"],
+                                                "jupyter": {"source_hidden": True,
+                                                            "outputs_hidden": True}}}
+    assert tool.drift(synced) is None
+
+
+def _strip(text: str) -> str:
+    import subprocess
+
+    tool = _cell_metadata()
+    exe = Path(sys.executable).parent / tool.STRIP[0]
+    done = subprocess.run([str(exe), *tool.STRIP[1:], "-t"], input=text, capture_output=True,
+                          text=True, check=True)
+    return done.stdout
+
+
+def test_chapters_are_committed_as_the_git_filter_stores_them():
+    """Each chapter passes through the git filter unchanged (no outputs, the filter's key
+    order), so the filter changes nothing a learner did not change."""
+    tool = _cell_metadata()
+    for path in CHAPTERS:
+        text = path.read_text(encoding="utf-8")
+        nb = json.loads(text)
+        assert tool.normal_form(nb) == text, f"{path.name}: run book/_ext/cell_metadata.py sync"
+        assert "language_info" not in nb["metadata"], path.name
+        for cell in nb["cells"]:
+            assert "user_expressions" not in cell["metadata"], path.name
+            if cell["cell_type"] == "code":
+                assert cell["outputs"] == [] and cell["execution_count"] is None, path.name
+    # the normal form is the filter's own (one chapter through the real filter suffices)
+    text = CHAPTERS[-1].read_text(encoding="utf-8")
+    assert _strip(text) == text
+
+
+def test_a_run_and_save_leaves_git_clean():
+    """What JupyterLab saves after a run (outputs, execution counts, inline expressions'
+    results, the Python version) is what git sees removed: the stored chapter is unchanged."""
+    path = CHAPTERS[2]
+    committed = path.read_text(encoding="utf-8")
+    nb = json.loads(committed)
+    nb["metadata"]["language_info"] = {"name": "python", "version": "3.11.7"}
+    for n, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] == "code":
+            cell["execution_count"] = n
+            cell["outputs"] = [{"output_type": "stream", "name": "stdout", "text": ["ran\n"]}]
+        else:
+            cell["metadata"]["user_expressions"] = [
+                {"expression": "x", "result": {"status": "ok", "data": {"text/plain": "1"}}}]
+    saved = json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+    assert saved != committed
+    assert _strip(saved) == committed

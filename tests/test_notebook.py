@@ -422,10 +422,99 @@ def test_sweep_holds_a_run_to_its_interval(tmp_path):
     assert ev.claims[0][2].startswith("this run 1e-05; 3 runs: geometric mean 1e-05, interval ")
     with pytest.raises(KeyError, match="no quantity 'far'"):
         sweep.values("far")
-    with pytest.raises(FileNotFoundError, match="claim_sweep.py --write"):
+    with pytest.raises(FileNotFoundError, match="missing.json, but it does not exist"):
         Sweep(tmp_path / "missing.json")
     (tmp_path / "bad.json").write_text("[1, 2]")
     with pytest.raises(ValueError, match="not a sweep"):
         Sweep(tmp_path / "bad.json")
     with pytest.raises(ValueError, match="verdicts >= 1"):
         Sweep(path, verdicts=0)
+
+
+def _settings_sweep(tmp_path):
+    import json
+
+    runs = [{"seed": s, "near": v} for s, v in enumerate([0.8, 0.9, 0.85, 0.95, 0.75], 1)]
+    path = tmp_path / "05_x.json"
+    path.write_text(json.dumps({"command": "python tests/claim_sweep.py book/05_x.ipynb",
+                                "settings": {"d_model": 128, "widths": [1, 2]}, "runs": runs}))
+    return Sweep(path, alpha=0.05)
+
+
+def test_a_sweep_holds_a_run_at_its_own_settings(tmp_path):
+    sweep = _settings_sweep(tmp_path)
+    ev = Evidence()
+    # the same setting (a tuple where the JSON has a list): held to the sweep, both ways
+    assert sweep.check(ev, "near the sweep", "near", 0.85, settings={"d_model": 128,
+                                                                     "widths": (1, 2)})
+    assert not sweep.check(ev, "far from the sweep", "near", 9.0, settings={"d_model": 128})
+    assert [ok for _, ok, _ in ev.claims] == [True, False] and not ev.notes
+
+
+def test_a_sweep_at_another_setting_leaves_the_claim_out_in_one_line(tmp_path):
+    sweep = _settings_sweep(tmp_path)
+    ev = Evidence()
+    # a planted wrong value would fail at the sweep's setting, but the reader's width differs:
+    # the comparison is left out, with one line that names both settings and what to do
+    assert sweep.check(ev, "near the sweep", "near", 9.0, settings={"d_model": 64})
+    assert ev.claims == []
+    (line,) = ev.notes
+    assert "\n" not in line
+    assert line == ("near the sweep: this run uses d_model = 64; the stored sweep was made at "
+                    "128, so this claim is not held to it: restore d_model = 128, or make a "
+                    "sweep at your setting with `python tests/claim_sweep.py book/05_x.ipynb`")
+    # a condition on the run alone is still checked
+    assert not sweep.check(ev, "positive", "near", 9.0, holds=False, settings={"d_model": 64})
+    assert ev.claims[-1][1] is False
+    assert ev.tally() == "1 of 1 checks fail, 2 left out"
+    assert "○ near the sweep: this run uses d_model = 64" in str(ev)
+    assert '<li class="lf-notice">' in ev._repr_html_()
+    with pytest.raises(KeyError, match="does not record the settings \\['heads'\\]"):
+        sweep.differs({"heads": 4})
+
+
+def test_a_block_of_notes_only_verifies_and_opens(tmp_path):
+    ev = Evidence()
+    ev.note("left out: another setting")
+    assert ev.verify() is ev
+    assert ev.tally() == "0 checks hold, 1 left out"
+    assert ev._repr_html_().startswith('<details class="lf-evidence" open>')
+    with pytest.raises(ValueError, match="needs its text"):
+        ev.note(" ")
+
+
+def test_a_failed_claim_renders_as_one_block_not_a_traceback():
+    from labformer.notebook import ClaimFailed, evidence
+
+    with pytest.raises(ClaimFailed) as failed:
+        with evidence("Masks") as ev:
+            assert ev.check("the mask is causal", False, "row 2 sees 3")
+    lines = failed.value._render_traceback_()
+    assert lines[0].startswith("ClaimFailed: 1 of 1 claims in 'Masks' do not hold")
+    assert "- the mask is causal (measured: row 2 sees 3)" in lines[0]
+    assert lines[-1].startswith("What to try:") and len(lines) == 3
+
+
+def test_book_files_resolve_from_anywhere(tmp_path, monkeypatch):
+    from labformer.notebook import book_file, repo_root
+
+    root = repo_root()
+    assert (root / "_config.yml").is_file()
+    monkeypatch.chdir(tmp_path)  # outside the repository: found through the package
+    assert book_file("data/03_scaling.json") == root / "book" / "data" / "03_scaling.json"
+    monkeypatch.chdir(root)  # the repository root (nbclient, VS Code)
+    assert book_file("data/03_scaling.json").is_file()
+    with pytest.raises(FileNotFoundError, match="needs data/none.json, but it is neither"):
+        book_file("data/none.json")
+
+
+def test_a_chapter_outside_the_repository_stops_in_one_sentence(tmp_path, monkeypatch):
+    import labformer.notebook as nb
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(nb, "__file__", str(tmp_path / "site" / "labformer" / "notebook.py"))
+    with pytest.raises(FileNotFoundError) as missing:
+        nb.book_file("data/03_scaling.json")
+    text = str(missing.value)
+    assert text.startswith("this chapter needs data/03_scaling.json, which ships in the book's")
+    assert "\n" not in text and "pip install -e ." in text
