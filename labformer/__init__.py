@@ -17,6 +17,7 @@ __all__ = [
     "AdditiveAttention",
     "DecoderLayer",
     "EncoderLayer",
+    "LanguageModel",
     "LearnedPositionalEncoding",
     "MultiHeadAttention",
     "NoPositionalEncoding",
@@ -36,6 +37,7 @@ __all__ = [
     "length_penalty_factor",
     "padding_mask",
     "record_attention",
+    "sample",
     "sequence_log_prob",
     "setup_notebook",
     "sinusoidal_positions",
@@ -62,6 +64,8 @@ _HOME: dict[str, tuple[str, ...]] = {
     "loss": ("label_smoothed_cross_entropy", "smoothed_targets", "kl_divergence",
              "soft_cross_entropy"),
     "decoding": ("greedy_decode", "beam_search", "length_penalty_factor", "sequence_log_prob"),
+    "lm": ("LanguageModel",),
+    "sampling": ("sample",),
     "train": ("TrainConfig",),
     "translate": ("Translator", "train_translator"),
 }
@@ -77,6 +81,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time, __getattr__ imports on
     from .attention import AdditiveAttention, attention_with_weights
     from .decoding import beam_search, greedy_decode, length_penalty_factor, sequence_log_prob
     from .layers import DecoderLayer, EncoderLayer
+    from .lm import LanguageModel
     from .loss import (
         kl_divergence,
         label_smoothed_cross_entropy,
@@ -93,6 +98,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time, __getattr__ imports on
         sinusoidal_positions,
     )
     from .rnn import Seq2SeqRNN
+    from .sampling import sample
     from .train import TrainConfig
     from .transformer import Transformer, TransformerConfig
     from .translate import Translator, train_translator

@@ -19,7 +19,8 @@ from torch import Tensor, nn
 
 from .multihead import KVCache, MultiHeadAttention
 
-__all__ = ["FeedForward", "residual", "ResidualSublayer", "EncoderLayer", "DecoderLayer"]
+__all__ = ["FeedForward", "residual", "ResidualSublayer", "EncoderLayer", "DecoderLayer",
+           "RMSNorm", "SwiGLU"]
 
 class FeedForward(nn.Module):
     """Position-wise feed-forward network: Linear(d_model, d_ff), ReLU, dropout, Linear back."""
@@ -250,3 +251,65 @@ def _from_torch(
     new.sublayer1.norm.load_state_dict(layer.norm1.state_dict())
     new.sublayer2.norm.load_state_dict(layer.norm2.state_dict())
     return new
+
+
+class RMSNorm(nn.Module):
+    """Root-mean-square normalisation (Zhang & Sennrich 2019), the norm of LLaMA-style blocks.
+
+    y = x / sqrt(mean(x^2) + eps) * weight, over the last axis. LayerNorm without its two
+    centring steps: no mean subtracted, no bias added; one gain per feature, starting at 1.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        eps: float = 1e-5,
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__()
+        if d_model <= 0 or eps <= 0:
+            raise ValueError(f"RMSNorm needs d_model > 0 and eps > 0, got {d_model}, {eps}")
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model, device=device, dtype=dtype))
+
+    def forward(self, x: Tensor) -> Tensor:
+        """x (..., d_model) -> (..., d_model), each vector scaled to a root mean square of 1."""
+        rms = x.pow(2).mean(dim=-1, keepdim=True).add(self.eps).rsqrt()  # (..., 1)
+        return x * rms * self.weight
+
+    def extra_repr(self) -> str:
+        return f"{self.weight.shape[0]}, eps={self.eps}"
+
+
+class SwiGLU(nn.Module):
+    """Gated feed-forward network (Shazeer 2020), the FFN of LLaMA-style blocks.
+
+    out = W_down(dropout(silu(W_gate x) * (W_up x))): the hidden layer is a SiLU "gate"
+    multiplied elementwise by a second projection. Three matrices instead of two and no
+    biases; models that keep the parameter count of a ReLU FFN of width d_ff use a hidden
+    width of about 2/3 d_ff. The names are those of the LLaMA checkpoints.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        d_ff: int,
+        dropout: float = 0.0,
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__()
+        factory: dict[str, Any] = {"device": device, "dtype": dtype, "bias": False}
+        self.gate_proj = nn.Linear(d_model, d_ff, **factory)
+        self.up_proj = nn.Linear(d_model, d_ff, **factory)
+        self.down_proj = nn.Linear(d_ff, d_model, **factory)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """x (B, T, d_model) -> (B, T, d_model), each position independently."""
+        hidden = F.silu(self.gate_proj(x)) * self.up_proj(x)  # (B, T, d_ff)
+        out: Tensor = self.down_proj(self.dropout(hidden))
+        return out

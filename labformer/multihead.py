@@ -16,8 +16,9 @@ from torch import Tensor, nn
 
 from .attention import attention_with_weights
 from .masks import causal_mask, check_mask
+from .positional import RotaryEmbedding
 
-__all__ = ["KVCache", "MultiHeadAttention", "record_attention"]
+__all__ = ["KVCache", "MultiHeadAttention", "record_attention", "GroupedQueryAttention"]
 
 
 class KVCache:
@@ -201,3 +202,118 @@ def record_attention(model: nn.Module) -> Iterator[dict[str, Tensor]]:
     finally:
         for _, m in modules:
             m._recorder = None
+
+
+class GroupedQueryAttention(MultiHeadAttention):
+    """Multi-head attention whose h query heads share num_kv_heads key/value heads (Ainslie et
+    al. 2023), optionally with rotary positions on the queries and keys.
+
+    Query head i reads key/value head i // (h / num_kv_heads): groups of h / num_kv_heads
+    consecutive query heads share one. ``num_kv_heads = num_heads`` is multi-head attention
+    (the same parameters as :class:`MultiHeadAttention`, and the same outputs); 1 is multi-query
+    attention (Shazeer 2019). A cache holds the shared heads only, (B, num_kv_heads, T, d_k):
+    h / num_kv_heads times smaller than multi-head attention's.
+
+    Args:
+        d_model, num_heads, dropout, bias, scale, device, dtype: as :class:`MultiHeadAttention`.
+        num_kv_heads: key/value heads, a divisor of num_heads; None means num_heads.
+        rotary: a :class:`~labformer.positional.RotaryEmbedding` of size d_k that rotates the
+            queries and the keys (never the values) by their positions, numbered from the
+            cache's length. Self-attention only (the query and key positions are the same).
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        num_kv_heads: int | None = None,
+        dropout: float = 0.0,
+        bias: bool = True,
+        *,
+        scale: float | None = None,
+        rotary: RotaryEmbedding | None = None,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__(d_model, num_heads, dropout, bias, scale=scale, device=device,
+                         dtype=dtype)
+        kv = num_heads if num_kv_heads is None else num_kv_heads
+        if isinstance(kv, bool) or not isinstance(kv, int) or kv <= 0 or num_heads % kv:
+            raise ValueError(f"num_kv_heads ({num_kv_heads!r}) must be a positive divisor of "
+                             f"num_heads ({num_heads})")
+        if rotary is not None and rotary.head_dim != self.d_k:
+            raise ValueError(f"rotary embedding of size {rotary.head_dim} for heads of size "
+                             f"d_k={self.d_k}")
+        self.num_kv_heads = kv
+        if kv != num_heads:  # narrower key and value projections: kv heads of d_k each
+            factory: dict[str, Any] = {"device": device, "dtype": dtype}
+            self.k_proj = nn.Linear(d_model, kv * self.d_k, bias=bias, **factory)
+            self.v_proj = nn.Linear(d_model, kv * self.d_k, bias=bias, **factory)
+        self.rotary = rotary
+
+    def _split_kv(self, x: Tensor) -> Tensor:
+        B, T, _ = x.shape
+        return x.view(B, T, self.num_kv_heads, self.d_k).transpose(1, 2)  # (B, h_kv, T, d_k)
+
+    def _share(self, x: Tensor) -> Tensor:
+        """(B, h_kv, T, d_k) -> (B, h, T, d_k): each key/value head repeated for its group."""
+        group = self.num_heads // self.num_kv_heads
+        return x if group == 1 else x.repeat_interleave(group, dim=1)
+
+    def forward(
+        self,
+        query: Tensor,
+        key: Tensor,
+        value: Tensor,
+        *,
+        mask: Tensor | None = None,
+        need_weights: bool = True,
+        cache: KVCache | None = None,
+        is_causal: bool = False,
+    ) -> tuple[Tensor, Tensor | None]:
+        """query (B, T_q, D), key/value (B, T_k, D) -> out (B, T_q, D), weights (B, h, T_q, T_k).
+
+        As :meth:`MultiHeadAttention.forward`; the cache holds (B, h_kv, T, d_k) heads, keys
+        already rotated.
+        """
+        self._check(query, key, value)
+        B, T_q, _ = query.shape
+        if self.rotary is not None and (query.shape[1] != key.shape[1]
+                                        or (cache is not None and cache.static)):
+            raise ValueError("rotary positions need self-attention: as many keys as queries, "
+                             "and no static cache")
+        q = self._split(self.q_proj(query))  # (B, h, T_q, d_k)
+        if cache is not None and cache.static and cache.k is not None and cache.v is not None:
+            k, v = cache.k, cache.v  # (B, h_kv, T_k, d_k), projected once
+        else:
+            k = self._split_kv(self.k_proj(key))  # (B, h_kv, T_k, d_k)
+            v = self._split_kv(self.v_proj(value))
+            if self.rotary is not None:  # queries and keys only; the values stay as they are
+                offset = 0 if cache is None else len(cache)
+                q, k = self.rotary(q, offset), self.rotary(k, offset)
+            if cache is not None:
+                k, v = cache.update(k, v)  # (B, h_kv, T_past + T_k, d_k)
+        k, v = self._share(k), self._share(v)  # (B, h, T_k, d_k)
+        if is_causal and (mask is not None or k.shape[-2] != T_q):
+            raise ValueError(f"is_causal needs no mask and as many keys as queries, got mask "
+                             f"{None if mask is None else tuple(mask.shape)}, {T_q} queries "
+                             f"and {k.shape[-2]} keys")
+        if mask is not None:
+            check_mask(mask, (B, self.num_heads, T_q, k.shape[-2]))
+        p = self.dropout.p if self.dropout.training else 0.0
+        weights: Tensor | None = None
+        if need_weights or self._recorder is not None:
+            if is_causal:
+                mask = causal_mask(T_q, q.device)
+            out, weights = attention_with_weights(q, k, v, mask, dropout_p=p, scale=self.scale)
+            if self._recorder is not None:
+                maps, name = self._recorder
+                maps[name] = weights.detach()
+        else:
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p,
+                                                 is_causal=is_causal, scale=self.scale)
+        out = out.transpose(1, 2).reshape(B, T_q, self.d_model)  # (B, T_q, h * d_k)
+        return self.out_proj(out), (weights if need_weights else None)
+
+    def extra_repr(self) -> str:
+        return super().extra_repr() + f", num_kv_heads={self.num_kv_heads}"

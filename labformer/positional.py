@@ -17,6 +17,7 @@ __all__ = [
     "PositionalEncoding",
     "LearnedPositionalEncoding",
     "NoPositionalEncoding",
+    "RotaryEmbedding",
 ]
 
 
@@ -140,3 +141,57 @@ class NoPositionalEncoding(_Positions):
 
     def table(self) -> None:
         return None
+
+
+class RotaryEmbedding(nn.Module):
+    """Rotary position embedding, RoPE (Su et al. 2021), for queries and keys of one head size.
+
+    Nothing is added to the embeddings. Inside attention, after the projections, the pair of
+    dimensions (2i, 2i + 1) of the query or key at position p is rotated by the angle
+    p * omega_i, with the frequencies omega_i of the sinusoidal table (chapter 5): the angles
+    are read from ``sinusoidal_positions(max_len, head_dim)``, whose even columns are sin and
+    odd columns cos of exactly these angles. Then (R_p q) . (R_s k) = q . R_(s - p) k: the
+    score depends on the positions only through their offset. Values are never rotated.
+    """
+
+    cos: Tensor
+    sin: Tensor
+
+    def __init__(
+        self,
+        head_dim: int,
+        max_len: int = 512,
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__()
+        if head_dim <= 0 or head_dim % 2:
+            raise ValueError(f"RoPE rotates pairs of dimensions: head_dim must be even and "
+                             f"positive, got {head_dim}")
+        self.head_dim, self.max_len = head_dim, max_len
+        table = sinusoidal_positions(max_len, head_dim, device=device, dtype=dtype)
+        # Buffers (move with the model, rebuilt rather than saved), (max_len, head_dim / 2).
+        self.register_buffer("sin", table[:, 0::2].contiguous(), persistent=False)
+        self.register_buffer("cos", table[:, 1::2].contiguous(), persistent=False)
+
+    def forward(self, x: Tensor, offset: int = 0) -> Tensor:
+        """x (..., T, head_dim), e.g. heads (B, h, T, d_k), at positions offset..offset+T-1 ->
+        the same shape, each pair (2i, 2i + 1) rotated by position * omega_i."""
+        if x.dim() < 2 or x.shape[-1] != self.head_dim:
+            raise ValueError(f"expected (..., T, {self.head_dim}), got {tuple(x.shape)}")
+        T = x.shape[-2]
+        if offset < 0 or offset + T > self.max_len:
+            raise ValueError(
+                f"positions {offset}..{offset + T - 1} exceed max_len={self.max_len}; "
+                "build the model with a larger max_len"
+            )
+        cos = self.cos[offset : offset + T].to(x.dtype)  # (T, head_dim / 2)
+        sin = self.sin[offset : offset + T].to(x.dtype)
+        even, odd = x[..., 0::2], x[..., 1::2]  # (..., T, head_dim / 2) each
+        # (even, odd) -> (even cos - odd sin, even sin + odd cos), interleaved back
+        rotated = torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1)
+        return rotated.flatten(-2)  # (..., T, head_dim / 2, 2) -> (..., T, head_dim)
+
+    def extra_repr(self) -> str:
+        return f"head_dim={self.head_dim}, max_len={self.max_len}"
