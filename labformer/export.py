@@ -6,13 +6,17 @@ global variable, so that a ``<script>`` tag reads it from a static server and fr
 directly (``file://``, where a browser fetches nothing else). The file holds::
 
     window.LABFORMER_LIVE_MODEL = {format, config, src_vocab, tgt_vocab, src_text, tgt_text,
-                                   dtype, tensors: [[name, shape, offset], ...], data}
+                                   dtype, tensors: [[name, shape, offset], ...],
+                                   weights_sha256, data_sha256, data}
 
 ``data`` is every tensor of the model's state dict, little-endian float32 (exact: the page
 computes what PyTorch computes) or float16 (half the size, each weight rounded), one after
-the other, in base64; ``offset`` counts elements. ``config`` is the model's
-:class:`~labformer.transformer.TransformerConfig`, ``src_text`` / ``tgt_text`` the
-:class:`~labformer.data.TextCodec` settings the page tokenises with.
+the other, in base64; ``offset`` counts elements. ``weights_sha256`` identifies the model
+(:func:`labformer.train.weights_sha256` of its state dict, as its checkpoint stores it) and
+``data_sha256`` is the SHA-256 of the bytes ``data`` decodes to: :func:`read_model_file` checks
+it, and a page can. An export from a checkpoint checks the checkpoint's own checksum first.
+``config`` is the model's :class:`~labformer.transformer.TransformerConfig`, ``src_text`` /
+``tgt_text`` the :class:`~labformer.data.TextCodec` settings the page tokenises with.
 
 :func:`export_checkpoint` writes the file from a checkpoint on disk (``labformer export``);
 :func:`export_model` from a model in memory (the book). :func:`live_examples` and
@@ -36,6 +40,7 @@ import torch
 from .data import TextCodec, Vocab
 from .decoding import beam_search, greedy_decode
 from .multihead import record_attention
+from .train import weights_sha256
 from .transformer import Transformer
 
 __all__ = [
@@ -49,6 +54,7 @@ __all__ = [
     "live_widget_html",
     "model_payload",
     "model_script",
+    "read_model_file",
 ]
 
 FORMAT = 1  # the payload's layout; the page refuses another
@@ -85,6 +91,7 @@ def model_payload(model: Transformer, src_vocab: Vocab, tgt_vocab: Vocab, *,
         offset += flat.numel()
     src_text = src_text or TextCodec("fr", "words")
     tgt_text = tgt_text or TextCodec("en", "words")
+    data = b"".join(chunks)
     return {
         "format": FORMAT,
         "config": dataclasses.asdict(cfg),
@@ -95,7 +102,9 @@ def model_payload(model: Transformer, src_vocab: Vocab, tgt_vocab: Vocab, *,
         "dtype": dtype,
         "parameters": model.num_parameters(),
         "tensors": tensors,
-        "data": base64.b64encode(b"".join(chunks)).decode("ascii"),
+        "weights_sha256": weights_sha256(model.state_dict()),
+        "data_sha256": hashlib.sha256(data).hexdigest(),
+        "data": base64.b64encode(data).decode("ascii"),
     }
 
 
@@ -140,6 +149,38 @@ def export_checkpoint(checkpoint: Path, out_dir: Path, *, dtype: str = "float32"
     return export_model(translator.model, translator.src_vocab, translator.tgt_vocab,
                         Path(out_dir), src_text=translator.src_text,
                         tgt_text=translator.tgt_text, dtype=dtype, name=name)
+
+
+def read_model_file(path: Path) -> dict[str, Any]:
+    """The payload of a model file written by :func:`export_model`, its data checked against
+    its ``data_sha256``; ValueError, in one line naming the file, for anything else (another
+    file, a damaged one). A file exported before the checksums existed reads unchecked."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="ascii")
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not a labformer model file (not ASCII text)") from None
+    head = f"window.{GLOBAL} = "
+    start = text.find(head)
+    if not text.startswith("/* labformer:") or start < 0:
+        raise ValueError(f"{path} is not a labformer model file (no {GLOBAL} in it)")
+    try:
+        payload = json.loads(text[start + len(head):].rstrip().removesuffix(";"))
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path} is a damaged labformer model file (its JSON breaks at "
+                         f"character {e.pos})") from None
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise ValueError(f"{path} is a labformer model file of another format (this version "
+                         f"reads format {FORMAT})")
+    if "data_sha256" in payload:
+        try:
+            data = base64.b64decode(payload.get("data", ""), validate=True)
+        except ValueError:
+            data = b""
+        if hashlib.sha256(data).hexdigest() != payload["data_sha256"]:
+            raise ValueError(f"{path} is damaged: its weights do not match the checksum "
+                             f"stored with them; export it again")
+    return payload
 
 
 def file_sha256(path: Path) -> str:

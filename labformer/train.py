@@ -15,9 +15,12 @@ from __future__ import annotations
 import collections
 import dataclasses
 import functools
+import hashlib
 import inspect
+import io
 import math
 import os
+import stat
 import sys
 import tempfile
 import time
@@ -37,6 +40,8 @@ __all__ = [
     "History",
     "TrainConfig",
     "checkpoint_unfinished",
+    "checkpoint_verified",
+    "file_kind",
     "load_checkpoint",
     "lr_factor",
     "optimizer_groups",
@@ -45,6 +50,7 @@ __all__ = [
     "save_checkpoint",
     "setup_distributed",
     "train",
+    "weights_sha256",
 ]
 
 CHECKPOINT_FORMAT = "labformer-checkpoint-1"
@@ -321,20 +327,125 @@ def _loadable(value: Any, where: str) -> Any:
                     f"(weights_only): store plain data (numbers, strings, lists, dicts) or tensors")
 
 
+WEIGHTS_HASH = "weights_sha256"  # the checkpoint entry that holds weights_sha256(state["model"])
+_ZIP = b"PK\x03\x04"  # torch.save writes a zip archive
+_KINDS = ((b"\x89PNG", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"),
+          (b"%PDF", "a PDF document"), (b"GIF8", "a GIF image"), (b"\x1f\x8b", "a gzip file"),
+          (b"SQLite format 3", "an SQLite database"), (b"\x7fELF", "a program (ELF)"))
+
+
+def weights_sha256(weights: Any) -> str:
+    """Hex SHA-256 of a model's weights (a state dict): for each entry, in the order of its
+    sorted names, the name, the dtype, the shape and the tensor's bytes (little-endian on
+    every machine labformer runs on). A changed byte in any weight changes it."""
+    digest = hashlib.sha256()
+    for name in sorted(weights):
+        tensor = weights[name]
+        if not isinstance(tensor, torch.Tensor):
+            raise TypeError(f"weights entry {name!r} is a {type(tensor).__name__}, not a tensor")
+        flat = tensor.detach().to("cpu").contiguous().reshape(-1)
+        digest.update(f"{name}\0{str(flat.dtype).removeprefix('torch.')}\0"
+                      f"{list(tensor.shape)}\0".encode())
+        digest.update(flat.view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
+def checkpoint_verified(state: dict[str, Any]) -> bool:
+    """Whether a loaded checkpoint carried a checksum of its weights (checked on load);
+    False for a file written before labformer stored one, whose weights are taken as read."""
+    return WEIGHTS_HASH in state
+
+
+def _weights_of(state: dict[str, Any]) -> Any:
+    """The state's weights (its ``"model"`` entry) when it is a state dict of tensors."""
+    model = state.get("model")
+    if isinstance(model, dict) and model and all(isinstance(v, torch.Tensor)
+                                                 for v in model.values()):
+        return model
+    return None
+
+
+def file_kind(path: str | os.PathLike[str]) -> str | None:
+    """What ``path`` is when it cannot be a checkpoint, in a few words ("a directory", "a
+    named pipe (FIFO)", "an empty file", "a text file", "a PNG image", ...); None for a
+    regular file that starts as a zip archive (a checkpoint, or another zip). Never opens
+    anything but a regular file, so a FIFO never blocks."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "missing"
+    except OSError as e:
+        return f"a path that cannot be read ({(e.strerror or str(e)).lower()})"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError as e:
+        return f"a file that cannot be read ({(e.strerror or str(e)).lower()})"
+    if head.startswith(_ZIP):
+        return None
+    if not head:
+        return "an empty file"
+    for magic, kind in _KINDS:
+        if head.startswith(magic):
+            return kind
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "a text file (UTF-16)"
+    try:
+        head.decode("utf-8")
+        return "a text file"
+    except UnicodeDecodeError as e:
+        if e.start > len(head) - 4 and len(head) == 4096:  # a character cut at the sample's end
+            return "a text file"
+    return "a binary file"
+
+
+def _serialized(state: dict[str, Any]) -> bytes:
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    return buffer.getvalue()
+
+
+def _write_all(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` with Python's own writes: a failure is an OSError that
+    names its cause (ENOSPC, EFBIG, EDQUOT, EIO)."""
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
 def save_checkpoint(path: str | os.PathLike[str], state: dict[str, Any]) -> None:
     """Write ``state`` to ``path`` atomically: a temporary file in the same folder, then rename.
 
     Only what :func:`load_checkpoint` can read back is written: NumPy numbers and arrays are
     stored as Python numbers and tensors, and any other object is a TypeError naming its key,
-    before the file is touched.
+    before the file is touched. A state with weights (a ``"model"`` state dict) also stores
+    their :func:`weights_sha256`, which :func:`load_checkpoint` checks. A failed write (a full
+    disk) is an OSError that says why, and leaves an earlier file at ``path`` as it was.
     """
     state = _loadable({"format": CHECKPOINT_FORMAT, **state}, "state")
+    weights = _weights_of(state)
+    if weights is not None:
+        state[WEIGHTS_HASH] = weights_sha256(weights)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
-        torch.save(state, tmp)
+        try:
+            torch.save(state, tmp)
+        except RuntimeError:
+            # torch's zip writer reports a failed write without its cause ("unexpected pos"):
+            # write the same bytes again with Python, which says why (or succeeds).
+            _write_all(tmp, _serialized(state))
         # mkstemp makes the file private (0600); a checkpoint gets a new file's usual mode.
         umask = os.umask(0)
         os.umask(umask)
@@ -347,30 +458,50 @@ def save_checkpoint(path: str | os.PathLike[str], state: dict[str, Any]) -> None
 
 def load_checkpoint(path: str | os.PathLike[str], map_location: str | torch.device = "cpu"
                     ) -> dict[str, Any]:
-    """Read a checkpoint written by :func:`save_checkpoint` (tensors and plain data only)."""
+    """Read a checkpoint written by :func:`save_checkpoint` (tensors and plain data only).
+
+    FileNotFoundError for a missing file; ValueError, in one line naming the file, for
+    anything else that is not a readable labformer checkpoint: a directory, a FIFO, a text
+    file or an image, a damaged archive, weights that no longer match their stored checksum.
+    A file without a checksum (written before labformer stored one) loads unchecked:
+    :func:`checkpoint_verified` tells.
+    """
     path = Path(path)
-    if not path.is_file():
+    kind = file_kind(path)
+    if kind == "missing":
         raise FileNotFoundError(f"checkpoint not found: {path}")
+    if kind is not None:
+        raise ValueError(f"cannot read checkpoint {path}: it is {kind}, not a labformer "
+                         f"checkpoint (a zip archive written by labformer train): the wrong "
+                         f"file, or a corrupt one")
     try:
         state = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as e:  # torch raises several types for truncated or foreign files
         raise ValueError(f"cannot read checkpoint {path}: the file is corrupt or not a "
-                         f"labformer checkpoint ({type(e).__name__}: {_reason(e)})") from e
+                         f"labformer checkpoint ({type(e).__name__}: {_reason(e)})") from None
     if not isinstance(state, dict) or "format" not in state:
         raise ValueError(f"{path} is not a labformer checkpoint (format {CHECKPOINT_FORMAT})")
     if state["format"] != CHECKPOINT_FORMAT:
         raise ValueError(f"{path} is a checkpoint of another labformer version (format "
                          f"{state['format']!r}; this version reads {CHECKPOINT_FORMAT})")
+    if WEIGHTS_HASH in state:
+        weights = _weights_of(state)
+        if weights is None or weights_sha256(weights) != state[WEIGHTS_HASH]:
+            raise ValueError(f"{path} is damaged: its weights do not match the checksum "
+                             f"stored with them (the file changed after labformer wrote it); "
+                             f"use a copy or train it again")
     return state
 
 
 def _reason(error: Exception) -> str:
-    """The telling line of torch.load's error (its weights_only message is a page long)."""
+    """The telling line of torch.load's error (its weights_only message is a page long, and
+    its advice to load with weights_only=False is not for a file that fails here)."""
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     for line in lines:
         if line.startswith("WeightsUnpickler error:"):
-            return line
-    return lines[0] if lines else "no message"
+            return line[:200]
+    lines = [line for line in lines if "weights_only" not in line]
+    return lines[0][:200] if lines else "no readable message"
 
 
 def _token_mean(logits: torch.Tensor, tgt_out: torch.Tensor, smoothing: float, pad_id: int,

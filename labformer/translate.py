@@ -33,6 +33,7 @@ from .train import (
     History,
     TrainConfig,
     checkpoint_unfinished,
+    checkpoint_verified,
     load_checkpoint,
     pick_device,
     planned_schedule,
@@ -172,6 +173,9 @@ class Translator:
         self.history = history if history is not None else History()
         # (epochs saved, epochs planned) of a checkpoint whose run stopped before its end.
         self.unfinished: tuple[int, int] | None = None
+        # Whether the checkpoint it came from held a checksum of its weights (and so was
+        # checked on loading); None for a translator that was not loaded from a file.
+        self.verified: bool | None = None
 
     @property
     def device(self) -> torch.device:
@@ -201,15 +205,15 @@ class Translator:
             # Files of an earlier version hold no codecs: they were trained on the corpus.
             src_text = TextCodec.from_dict(state.get("src_text", {"lang": "fr", "kind": "words"}))
             tgt_text = TextCodec.from_dict(state.get("tgt_text", {"lang": "en", "kind": "words"}))
-        except (TypeError, RuntimeError, KeyError) as e:
-            raise ValueError(f"{path}: inconsistent translator checkpoint ({e})") from e
-        except ValueError as e:
-            raise ValueError(f"{path}: inconsistent translator checkpoint ({e})") from None
+        except (TypeError, RuntimeError, KeyError, ValueError) as e:
+            raise ValueError(f"{path}: inconsistent translator checkpoint "
+                             f"({_first_line(e)})") from None
         history = History.from_dict(state["history"]) if "history" in state else None
         device = pick_device(device) if isinstance(device, str) else device
         translator = cls(model.to(device), src_vocab, tgt_vocab, history, src_text=src_text,
                          tgt_text=tgt_text)
         translator.unfinished = checkpoint_unfinished(state)
+        translator.verified = checkpoint_verified(state)
         return translator
 
     def checkpoint_state(self) -> dict[str, Any]:
@@ -303,6 +307,21 @@ class Translator:
     def cased(self) -> bool:
         """Whether the output keeps case (False for a model trained on lower-case targets)."""
         return self.tgt_text.kind != "words" and not self.tgt_text.lowercase
+
+
+def _first_line(error: Exception) -> str:
+    """An error's first line, and how many more it had: load_state_dict lists every
+    mismatched tensor, dozens of lines for a checkpoint of another configuration."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    if not lines:
+        return type(error).__name__
+    if lines[0].startswith("Error(s) in loading state_dict") and len(lines) > 1:
+        mismatches = [line for line in lines[1:] if line.startswith(
+            ("size mismatch", "Missing", "Unexpected"))]
+        first = (mismatches or lines[1:])[0]
+        more = f"; {len(mismatches) - 1} more like it" if len(mismatches) > 1 else ""
+        return f"the weights do not fit its model configuration: {first[:160]}{more}"
+    return lines[0][:200]
 
 
 def text_codecs(sources: Sequence[str], src_lang: str = "fr", tgt_lang: str = "en",

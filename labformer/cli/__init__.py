@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 
 from . import corpus, evaluate, export, translate
 from . import train as train_command
-from .common import CLIError, Terminated, note, positive
+from .common import CLIError, Terminated, note, os_sentence, threads
 from .train import split_pairs as _split_pairs  # noqa: F401 - tests/train_everyday.py uses it
 from .train import verdict as _verdict  # noqa: F401 - the tests call it with stubs
 
@@ -71,14 +71,15 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     # The translator is small: a second thread gains little, and on a busy machine threads wait
     # on each other. (Numbers still differ across CPUs: each runs its own float kernels.)
-    threads = argparse.ArgumentParser(add_help=False)
-    threads.add_argument("--threads", type=positive, default=1,
-                         help="CPU threads for torch (default 1)")
+    threads_option = argparse.ArgumentParser(add_help=False)
+    threads_option.add_argument("--threads", type=threads, default=1,
+                                help="CPU threads for torch, 1 to this machine's CPU count "
+                                     "(default 1)")
     columns = columns_parser()
     corpus.add_parser(sub, [])
-    train_command.add_parser(sub, [threads, columns])
-    translate.add_parser(sub, [threads])
-    evaluate.add_parser(sub, [threads, columns])
+    train_command.add_parser(sub, [threads_option, columns])
+    translate.add_parser(sub, [threads_option])
+    evaluate.add_parser(sub, [threads_option, columns])
     export.add_parser(sub, [])
     return parser
 
@@ -87,19 +88,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``labformer`` console script; returns the exit status."""
     args = _parser().parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
-    if getattr(args, "threads", None):
-        import torch
-
-        torch.set_num_threads(args.threads)
     world = int(os.environ.get("WORLD_SIZE", "1"))
     where = f" (rank {os.environ.get('RANK', '0')})" if world > 1 else ""
     try:
+        if getattr(args, "threads", None):  # in the try: Ctrl-C while torch loads is one line
+            import torch
+
+            torch.set_num_threads(args.threads)
         return COMMANDS[args.command](args)
     except BrokenPipeError:  # `labformer corpus | head`: the reader has gone; end quietly
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes stdout
         return 0
-    except (CLIError, ValueError, OSError) as e:
+    except OSError as e:
+        note(f"labformer: error{where}: {os_sentence(e)}", err=True)
+        return 1
+    except (CLIError, ValueError) as e:
         note(f"labformer: error{where}: {e}", err=True)
         return 1
     except RuntimeError as e:  # pragma: no cover - under torchrun, another rank has failed

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 from typing import TYPE_CHECKING, Protocol
 
@@ -132,3 +134,163 @@ def read_pairs_file(args: argparse.Namespace, path: str | None = None,
                           f"{src_lang} -> {tgt_lang} translations? (check --src-col/--tgt-col)",
                           err=True)
     return pairs
+
+
+# What an OSError's errno means, in words (the rest: its strerror, lower-cased).
+_ERRNO_WORDS = {
+    "ENOSPC": "the disk is full",
+    "EDQUOT": "the disk quota is used up",
+    "EFBIG": "the file would be larger than this system allows",
+    "EROFS": "the file system is read-only",
+    "EACCES": "permission denied",
+    "EPERM": "permission denied",
+    "ENOENT": "no such file or folder",
+    "ENOTDIR": "a folder on its path is a file",
+    "EISDIR": "it is a directory",
+    "EIO": "an input/output error (a failing disk or a lost network drive?)",
+    "ENAMETOOLONG": "the name is too long",
+    "ELOOP": "too many symbolic links on its path",
+    "EXDEV": "it is on another file system",
+}
+
+
+def os_reason(error: OSError) -> str:
+    """Why an OSError happened, in words, without Python's ``[Errno N]``."""
+    import errno
+
+    name = errno.errorcode.get(error.errno or -1, "")
+    if name in _ERRNO_WORDS:
+        return _ERRNO_WORDS[name]
+    if error.strerror:
+        return error.strerror[0].lower() + error.strerror[1:]
+    text = str(error)
+    return text or type(error).__name__
+
+
+def os_sentence(error: OSError) -> str:
+    """An OSError as one sentence: what could not be done to which file, and why."""
+    if error.errno is None and not error.filename:
+        return str(error) or type(error).__name__  # our own message, already a sentence
+    where = f"{error.filename}: " if error.filename else ""
+    return f"{where}{os_reason(error)}"
+
+
+def special_file(path: str) -> str | None:
+    """What ``path`` is when it exists and is neither a regular file nor a directory (a FIFO,
+    a device, a socket), checked with stat so that nothing is opened (a FIFO would block)."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return None
+
+
+def check_folder_writable(path: str, flag: str) -> None:
+    """The folder that will hold ``path`` exists (or is made) and takes a new file; else a
+    CLIError that says why, before any work."""
+    import tempfile
+
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".labformer-", suffix=".probe", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except (FileExistsError, NotADirectoryError):
+        raise CLIError(f"cannot write {flag} {path}: a folder on its path is a file; nothing "
+                       f"was written") from None
+    except OSError as e:
+        raise CLIError(f"cannot write {flag} {path}: {os_reason(e)}; nothing was "
+                       f"written") from None
+
+
+def write_atomically(path: str, data: bytes, flag: str) -> None:
+    """Write ``data`` to ``path`` through a side file in the same folder, renamed into place
+    only once it is complete: a failure (a full disk) leaves the file that was there as it
+    was, and says so in one line."""
+    import tempfile
+
+    folder = os.path.dirname(os.path.abspath(path))
+    old_mode = None
+    try:
+        old_mode = os.stat(path).st_mode & 0o777
+    except OSError:
+        pass
+    try:
+        fd, side = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp",
+                                    dir=folder)
+    except OSError as e:
+        raise CLIError(f"cannot write {flag} {path}: {os_reason(e)}; nothing was "
+                       f"written") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        if old_mode is None:
+            umask = os.umask(0)
+            os.umask(umask)
+            old_mode = 0o666 & ~umask
+        os.chmod(side, old_mode)
+        os.replace(side, path)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            os.unlink(side)
+        kept = "is unchanged" if os.path.exists(path) else "was not written"
+        raise CLIError(f"cannot write {flag} {path}: {os_reason(e)}; {path} {kept}") from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(side)
+        raise
+
+
+def threads(text: str) -> int:
+    """argparse type: CPU threads for torch, 1 to this machine's CPU count (torch crashes on
+    absurd counts rather than refusing them)."""
+    value = positive(text)
+    cap = os.cpu_count() or 1
+    if value > cap:
+        raise argparse.ArgumentTypeError(f"{value} threads, but this machine has {cap} CPU "
+                                         f"thread(s): choose 1 to {cap}")
+    return value
+
+
+TEXT_SAMPLE = 2**20  # bytes of an existing --output file read to tell what it is
+
+
+def refuse_unsafe_text_output(path: str, flag: str, inputs: dict[str, str | None]) -> None:
+    """Refuse a text --output that would destroy something: a file the command reads
+    (``inputs``: flag -> path), a FIFO or device or directory, a checkpoint or any other
+    binary file, a tab-separated (pairs) file. An existing file that reads as an earlier
+    output (UTF-8 text without tabs) may be replaced; nothing is touched here."""
+    from ..train import file_kind
+
+    unchanged = "choose another file (it is unchanged)"
+    for name, other in inputs.items():
+        if other and os.path.exists(path) and os.path.exists(other) \
+                and os.path.samefile(path, other):
+            raise CLIError(f"{flag} {path} is the {name} file: writing there would replace "
+                           f"it; {unchanged}")
+    kind = file_kind(path)
+    if kind == "missing":
+        return
+    if kind is None:
+        kind = "a zip archive (a labformer checkpoint?)"
+    elif kind == "a text file":
+        with open(path, "rb") as f:
+            sample = f.read(TEXT_SAMPLE)
+        if b"\t" not in sample:
+            return
+        kind = "a tab-separated file (a pairs file?)"
+    elif kind == "an empty file":
+        return
+    raise CLIError(f"{flag} {path} exists and is {kind}: {flag} replaces only a text file of "
+                   f"earlier output; {unchanged}")

@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
-from .common import CORPUS_PAIRS, CORPUS_SEED, SPLITS, CLIError, positive, read_pairs_file
+from .common import (
+    CORPUS_PAIRS,
+    CORPUS_SEED,
+    SPLITS,
+    CLIError,
+    check_folder_writable,
+    positive,
+    read_pairs_file,
+    refuse_unsafe_text_output,
+    write_atomically,
+)
 from .translate import add_decoding_options, load
 
 
@@ -19,7 +28,9 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
                    help="split of the generated corpus (default test); for a model "
                         "trained on --pairs, valid: its held-out pairs")
     p.add_argument("--output", metavar="FILE",
-                   help="write the translations there, one a line (default: not written)")
+                   help="write the translations there, one a line (default: not written); "
+                        "an existing file is replaced only if it is text without tabs (an "
+                        "earlier output), never an input, a pairs file or a checkpoint")
     p.add_argument("--pairs", metavar="FILE",
                    help="score on this pairs file instead (default: the split)")
     p.add_argument("--limit", type=positive, default=None,
@@ -34,6 +45,10 @@ def run(args: argparse.Namespace) -> int:
     from ..train import load_checkpoint
     from ..translate import score
 
+    if args.output:  # before any work: a refused or unwritable --output changes nothing
+        refuse_unsafe_text_output(args.output, "--output",
+                                  {"--pairs": args.pairs, "--checkpoint": args.checkpoint})
+        check_folder_writable(args.output, "--output")
     translator = load(args)
     if args.pairs:
         langs = (translator.src_text.lang, translator.tgt_text.lang)
@@ -62,7 +77,10 @@ def run(args: argparse.Namespace) -> int:
     refs = [translator.tgt_text.normalize(t) for _, t in pairs]
     scores = score(hyps, refs)
     if args.output:
-        Path(args.output).write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
+        refuse_unsafe_text_output(args.output, "--output",  # again: it may have changed
+                                  {"--pairs": args.pairs, "--checkpoint": args.checkpoint})
+        write_atomically(args.output, "".join(h + "\n" for h in hyps).encode("utf-8"),
+                         "--output")
     decoding = f"beam {args.beam}" if args.beam else "greedy"
     carried = "with carry-over" if args.carry else "the model alone (--no-carry)"
     case = "" if translator.cased else " (lower-cased: this model writes lower case)"

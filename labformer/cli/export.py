@@ -11,7 +11,14 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from .common import DEFAULT_CHECKPOINT, CLIError, note
+from .common import (
+    DEFAULT_CHECKPOINT,
+    CLIError,
+    check_folder_writable,
+    note,
+    os_reason,
+    special_file,
+)
 
 
 def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
@@ -30,15 +37,45 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write the model file; print each path written with its size."""
-    from ..export import export_checkpoint
+    from ..export import MODEL_FILE, export_model, read_model_file
+    from ..train import file_kind
+    from ..translate import Translator
+    from .translate import warn_unverified
 
     out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise CLIError(f"--out {out} is a file, not a folder: nothing was written")
+    special = special_file(str(out))
+    if special or (out.exists() and not out.is_dir()):
+        raise CLIError(f"--out {out} is {special or 'a file'}, not a folder: nothing was "
+                       f"written")
+    target = out / MODEL_FILE
+    kind = file_kind(target)
+    if kind not in ("missing", "a text file"):
+        raise CLIError(f"{target} exists and is {kind or 'a zip archive'}, not a labformer "
+                       f"model file: export replaces only one; choose another --out (the "
+                       f"file is unchanged)")
+    if kind == "a text file":
+        try:
+            read_model_file(target)
+        except ValueError as e:
+            if "damaged" not in str(e) and "another format" not in str(e):
+                raise CLIError(f"{target} exists and is not a labformer model file: export "
+                               f"replaces only one; choose another --out (the file is "
+                               f"unchanged)") from None
     translator_file = Path(args.checkpoint)
-    if not translator_file.is_file():
+    kind = file_kind(translator_file)
+    if kind == "missing":
         raise CLIError(f"{translator_file}: no such checkpoint (train one with labformer train "
                        f"--out {translator_file})")
-    for path in export_checkpoint(translator_file, out, dtype=args.dtype):
+    check_folder_writable(str(target), "--out")
+    translator = Translator.from_checkpoint(translator_file, device="cpu")  # checksum checked
+    warn_unverified(translator_file, translator)
+    try:
+        written = export_model(translator.model, translator.src_vocab, translator.tgt_vocab,
+                               out, src_text=translator.src_text, tgt_text=translator.tgt_text,
+                               dtype=args.dtype)
+    except OSError as e:
+        kept = "is unchanged" if target.exists() else "was not written"
+        raise CLIError(f"cannot write {target}: {os_reason(e)}; {target} {kept}") from None
+    for path in written:
         note(f"{path} ({path.stat().st_size / 2**20:.1f} MiB)")
     return 0

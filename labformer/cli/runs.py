@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import shutil
 import signal
 import tempfile
 import time
@@ -25,10 +26,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, NoReturn
 
-from .common import CLIError, Terminated, note
+from .common import CLIError, Terminated, note, os_reason, special_file
 
 SAVE_EVERY = 60.0  # seconds between two saves of a run (plus its first and last epochs)
-_ZIP = b"PK\x03\x04"  # torch.save writes a zip archive
 
 
 def partial_path(out: str) -> str:
@@ -42,31 +42,19 @@ def log_path(out: str) -> Path:
 
 
 def not_a_checkpoint(path: str) -> str | None:
-    """None when ``path`` is a labformer checkpoint; else what it is, in a few words."""
-    from ..train import load_checkpoint
+    """None when ``path`` is a labformer checkpoint (a damaged one included: it is still
+    ours to replace); else what it is, in a few words. A FIFO or a device is never opened."""
+    from ..train import file_kind, load_checkpoint
 
-    p = Path(path)
-    if p.is_dir():
-        return "a directory"
+    kind = file_kind(path)
+    if kind is not None:
+        return kind
     try:
-        with open(p, "rb") as f:
-            head = f.read(4096)
-    except OSError as e:
-        return f"a file that cannot be read ({e.strerror or e})"
-    if not head.startswith(_ZIP):
-        try:
-            head.decode("utf-8")
-            return "a text file"
-        except UnicodeDecodeError as e:
-            if e.start > len(head) - 4:  # a character cut at the end of the sample
-                return "a text file"
-        if head.startswith((b"\xff\xfe", b"\xfe\xff")):
-            return "a text file (UTF-16)"
-        return "a file that is not a labformer checkpoint"
-    try:
-        load_checkpoint(p)
-    except ValueError:
-        return "a zip archive that is not a labformer checkpoint"
+        load_checkpoint(path)
+    except ValueError as e:
+        if "is damaged" in str(e):
+            return None
+        return "a zip archive"
     return None
 
 
@@ -87,6 +75,9 @@ def check_writable(out: str) -> None:
     path = Path(out)
     if path.is_dir():
         raise CLIError(f"--out {out} is a directory: name a checkpoint file")
+    special = special_file(out)
+    if special:
+        raise CLIError(f"--out {out} is {special}: name a checkpoint file")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=path.name + ".", suffix=".probe", dir=path.parent)
@@ -96,7 +87,7 @@ def check_writable(out: str) -> None:
         raise CLIError(f"cannot write the checkpoint {out}: a folder on its path is a "
                        f"file") from None
     except OSError as e:
-        raise CLIError(f"cannot write the checkpoint {out}: {e.strerror or e}") from None
+        raise CLIError(f"cannot write the checkpoint {out}: {os_reason(e)}") from None
 
 
 def _alive(pid: int) -> bool:
@@ -124,7 +115,8 @@ def lock(out: str) -> Iterator[None]:
             break
         except FileExistsError:
             try:
-                text = path.read_text(encoding="utf-8", errors="replace").strip()
+                text = ("" if special_file(str(path)) or path.is_dir()
+                        else path.read_text(encoding="utf-8", errors="replace").strip())
             except OSError:
                 text = ""
             if not text.isdigit():
@@ -155,17 +147,37 @@ class RunLog:
     def __init__(self, path: Path | None = None, header: str = "") -> None:
         self.file: IO[str] | None = None
         self.path = path
+        self.stdout_closed = False
         if path is not None:
             self.file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
             if header:
                 self.file.write(f"\n{time.strftime('%Y-%m-%d %H:%M:%S')} ---- {header}\n")
 
     def __call__(self, message: str, err: bool = False, screen: bool = True) -> None:
-        if screen:
-            note(message, err)
+        if screen and not (self.stdout_closed and not err):
+            try:
+                note(message, err)
+            except BrokenPipeError:
+                # `labformer train | head -1`: the reader has gone. With a log the run goes
+                # on (its lines are in the log); without one, the command ends quietly.
+                if err or self.file is None:
+                    raise
+                self._lose_stdout()
         if self.file is not None:
             self.file.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {message}\n")
             self.file.flush()
+
+    def _lose_stdout(self) -> None:
+        """Point standard output at /dev/null (no second error when Python flushes it) and
+        say once, on stderr, where the run's lines go now."""
+        import sys
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        self.stdout_closed = True
+        note(f"labformer: note: standard output was closed (the program reading it has "
+             f"ended): training goes on, and its lines go to {self.path} only", err=True)
 
     def close(self) -> None:
         if self.file is not None:
@@ -179,6 +191,17 @@ def resume_command(argv: Sequence[str]) -> str:
     if "--resume" not in args:
         args.append("--resume")
     return shlex.join(["labformer", *args])
+
+
+def copy_atomically(source: str, target: str) -> None:
+    """Copy ``source`` to ``target`` through a side file renamed into place: an interrupted
+    copy leaves no half file at ``target``."""
+    side = f"{target}.{os.getpid()}.copy"
+    try:
+        shutil.copyfile(source, side)
+        os.replace(side, target)
+    finally:
+        Path(side).unlink(missing_ok=True)
 
 
 def publish(partial: str, out: str) -> bool:
@@ -229,11 +252,22 @@ def refuse_unsafe_out(out: str, inputs: Sequence[str | None], overwrite: bool,
             raise CLIError(f"{path} exists and is {what}, not a labformer checkpoint: "
                            f"{role} replaces only a checkpoint; choose another --out (the "
                            f"file is unchanged)")
+    for path in (str(log_path(out)), out + ".lock"):
+        what = special_file(path) or ("a directory" if os.path.isdir(path) else None)
+        if what:
+            raise CLIError(f"{path} exists and is {what}: the run writes its log and lock "
+                           f"beside --out; choose another --out (nothing was changed)")
     if os.path.isfile(out) and not (resume or overwrite):
         raise CLIError(f"{out} exists (a trained model is kept): continue it with --resume, "
                        f"replace it with --overwrite, or choose another --out")
     if os.path.isfile(partial) and not (resume or overwrite):
         done = saved_epoch(partial)
+        if done is not None and done[0] == done[1]:
+            raise CLIError(f"{partial} holds a finished model that did not replace {out} (it "
+                           f"failed its quality check, or the check was stopped; "
+                           f"{log_path(out)} says which): try it with --checkpoint "
+                           f"{partial}, start afresh with --overwrite (it is then "
+                           f"replaced), or choose another --out")
         at = f" (saved after epoch {done[0]} of {done[1] or '?'})" if done else ""
         raise CLIError(f"{partial} holds an interrupted run{at}: continue it with --resume, "
                        f"start afresh with --overwrite (it is then replaced), or choose "

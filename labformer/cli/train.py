@@ -8,7 +8,6 @@ import math
 import os
 import random
 import shlex
-import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -137,6 +136,23 @@ def _num_batches(n: int, batch_size: int) -> int:
     return sum(math.ceil(min(window, n - start) / batch_size) for start in range(0, n, window))
 
 
+def _check_batch(origin: str, out: str, batch_size: int, steps_per_epoch: int) -> None:
+    """A resumed run continues with the batches of the file's run: the same batch size, so
+    the same steps an epoch (the file records its steps and epochs)."""
+    from ..train import load_checkpoint
+
+    try:
+        state = load_checkpoint(origin)
+        done = int(state["epoch"]) + 1
+        steps = len(state["history"]["step_loss"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return  # resuming reads the file again, and says what is wrong with it
+    if done > 0 and steps % done == 0 and steps // done != steps_per_epoch:
+        raise CLIError(f"{origin} was trained with {steps // done} steps an epoch, this run "
+                       f"makes {steps_per_epoch} (batch {batch_size}): resume with the "
+                       f"file's --batch-size (and as many processes); nothing was changed")
+
+
 def _fields(config: Any) -> dict[str, Any]:
     import dataclasses
 
@@ -176,6 +192,11 @@ def run(args: argparse.Namespace) -> int:
         raise CLIError("--resume continues --out and --overwrite replaces it: choose one")
     if args.valid and not args.pairs:
         raise CLIError("--valid goes with --pairs (the generated corpus has its own split)")
+    if args.valid and os.path.isfile(args.valid) and os.path.isfile(args.pairs) \
+            and os.path.samefile(args.valid, args.pairs):
+        raise CLIError(f"--valid {args.valid} is the --pairs file: the model would be "
+                       f"validated on its own training pairs; leave out --valid (5% of "
+                       f"--pairs are then held out) or give a file of other pairs")
     # Early, before the data is read; again under the lock.
     runs.refuse_unsafe_out(out, (args.pairs, args.valid), args.overwrite, args.resume)
     device = pick_device(args.device)  # an unusable device fails now, not after the data
@@ -238,7 +259,9 @@ def run(args: argparse.Namespace) -> int:
               f"{steps_per_epoch} steps ({epochs * steps_per_epoch} steps), batch {batch_size}",
               f"recipe: {args.recipe} ({recipe.summary()})")
 
-    with runs.lock(out) if rank == 0 else contextlib.nullcontext():
+    # SIGTERM is Ctrl-C from here on: whenever it comes, the lock goes and the files are named.
+    with runs.sigterm_as_interrupt(rank == 0), \
+            runs.lock(out) if rank == 0 else contextlib.nullcontext():
         # The lock is held: nothing of another run is touched from here on.
         existed = os.path.isfile(out)
         copied, origin = False, None
@@ -253,10 +276,12 @@ def run(args: argparse.Namespace) -> int:
                 origin = partial
             elif existed:
                 origin = out
-                if rank == 0:
-                    shutil.copyfile(out, partial)
-                    copied = True
-            elif rank == 0:
+            if origin is not None and rank == 0:  # before any file is touched
+                _check_batch(origin, out, batch_size, steps_per_epoch)
+            if origin == out and rank == 0:
+                runs.copy_atomically(out, partial)
+                copied = True
+            elif origin is None and rank == 0:
                 note(f"labformer: note: --resume, but there is no checkpoint at {out}: "
                      f"starting a fresh run", err=True)
         if world > 1:  # the other ranks wait for rank 0's copy
@@ -332,34 +357,31 @@ def _train(args: argparse.Namespace, data: list[tuple[str, str]], valid: list[tu
 
     start = time.perf_counter()
     try:
-        with runs.sigterm_as_interrupt(rank == 0):
-            try:
-                translator = translate_module.train_translator(
-                    data, valid, seed=args.seed, train_config=config,
-                    model_overrides=translate_module.RECIPES[args.recipe].model,
-                    batch_size=batch_size, device=device, checkpoint=partial,
-                    resume=args.resume, progress=False, extra_state={"corpus": source},
-                    src_lang=args.src_lang, tgt_lang=args.tgt_lang,
-                    tokenizer="moses" if args.pairs else "words",
-                    on_epoch=epoch_line, on_step=step_tick, save_every=runs.SAVE_EVERY)
-            except KeyboardInterrupt as e:
-                if bar is not None:
-                    bar.close()
-                if rank == 0:
-                    message = runs.stop_message(out, partial, epochs, existed)
-                    if "nothing was saved" not in message:
-                        message += f"; continue with: {runs.resume_command(args.argv)}"
-                    say(message, err=True)
-                    e.reported = True  # type: ignore[attr-defined]
-                raise
-            except Exception as e:
-                if copied and rank == 0:
-                    Path(partial).unlink(missing_ok=True)
-                if isinstance(e, ValueError) and partial in str(e):
-                    raise ValueError(str(e).replace(partial, out)) from None
-                raise
+        try:
+            translator = translate_module.train_translator(
+                data, valid, seed=args.seed, train_config=config,
+                model_overrides=translate_module.RECIPES[args.recipe].model,
+                batch_size=batch_size, device=device, checkpoint=partial,
+                resume=args.resume, progress=False, extra_state={"corpus": source},
+                src_lang=args.src_lang, tgt_lang=args.tgt_lang,
+                tokenizer="moses" if args.pairs else "words",
+                on_epoch=epoch_line, on_step=step_tick, save_every=runs.SAVE_EVERY)
+        except KeyboardInterrupt as e:
+            if bar is not None:
+                bar.close()
             if rank == 0:
-                runs.publish(partial, out)
+                message = runs.stop_message(out, partial, epochs, existed)
+                if "nothing was saved" not in message:
+                    message += f"; continue with: {runs.resume_command(args.argv)}"
+                say(message, err=True)
+                e.reported = True  # type: ignore[attr-defined]
+            raise
+        except Exception as e:
+            if copied and rank == 0:
+                Path(partial).unlink(missing_ok=True)
+            if isinstance(e, ValueError) and partial in str(e):
+                raise ValueError(str(e).replace(partial, out)) from None
+            raise
     finally:
         if bar is not None:
             bar.close()
@@ -372,9 +394,35 @@ def _train(args: argparse.Namespace, data: list[tuple[str, str]], valid: list[tu
             if i in scores or i == len(h.epoch_loss):
                 bleu = f", valid BLEU {scores[i]:.1f}" if i in scores else ""
                 print(f"epoch {i}: loss {loss:.3f}{bleu}")
-    say(f"trained {len(h.step_loss)} steps in {time.perf_counter() - start:.0f} s; "
-        f"checkpoint: {out}")
-    return verdict(translator, valid, data, say)
+    say(f"trained {len(h.step_loss)} steps in {time.perf_counter() - start:.0f} s")
+    # The new model is complete in the side file. It replaces --out now, unless it would
+    # replace another model (--overwrite, or resuming an interrupted --overwrite) and fails
+    # the run's quality check, or the check is stopped: then the old model stays.
+    replaces_other = existed and origin != out
+    try:
+        status = verdict(translator, valid, data, say)
+    except KeyboardInterrupt as e:
+        if replaces_other:
+            say(f"labformer: interrupted while checking the new model: {out} is unchanged "
+                f"(the model it held is kept); the new model is complete ({epochs} epochs) "
+                f"in {partial}; check it and let it replace {out} with: "
+                f"{runs.resume_command(args.argv)}", err=True)
+        else:
+            runs.publish(partial, out)
+            say(f"labformer: interrupted while checking the model: the model is complete "
+                f"({epochs} epochs) and saved as {out}; its quality check did not run "
+                f"(labformer evaluate --checkpoint {out} scores it)", err=True)
+        e.reported = True  # type: ignore[attr-defined]
+        raise
+    if status != 0 and replaces_other:
+        say(f"labformer: {out} is unchanged (the model it held is kept, not replaced by one "
+            f"that failed the check); the new model is {partial} (try it with --checkpoint "
+            f"{partial}; the next --overwrite replaces it)", err=True)
+        return status
+    runs.publish(partial, out)
+    replaced = " (it replaces the previous model)" if existed else ""
+    say(f"checkpoint: {out}{replaced}")
+    return status
 
 
 def verdict(translator: Translator, valid: Sequence[tuple[str, str]],

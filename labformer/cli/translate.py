@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import codecs
+import os
 import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -53,6 +54,7 @@ def load(args: argparse.Namespace) -> Translator:
     from ..translate import Translator
 
     translator = Translator.from_checkpoint(args.checkpoint, device=args.device)
+    warn_unverified(args.checkpoint, translator)
     if translator.unfinished is not None:
         done, planned = translator.unfinished
         note(f"labformer: warning: {args.checkpoint} is an unfinished run (saved after epoch "
@@ -60,6 +62,15 @@ def load(args: argparse.Namespace) -> Translator:
              f"finish it with labformer train --out {args.checkpoint} --resume (and the "
              f"same options)", err=True)
     return translator
+
+
+def warn_unverified(path: str | os.PathLike[str], translator: Translator) -> None:
+    """A warning for a checkpoint without a checksum of its weights (written before labformer
+    stored one): it loads, but a damaged file would not be noticed."""
+    if translator.verified is False:
+        note(f"labformer: warning: {path} holds no checksum of its weights (it was written by "
+             f"an older labformer): it cannot be checked for damage (a model trained by "
+             f"this version stores one)", err=True)
 
 
 def _translate_lines(translator: Translator, carry: Carry, lines: list[str | None], first: int,
