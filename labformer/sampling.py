@@ -116,6 +116,10 @@ def sample(
     _check_prompt(prompt, max_new_tokens)
     _check_options(temperature, top_k, top_p)
     B, T = prompt.shape
+    max_len = getattr(getattr(model, "config", None), "max_len", None)
+    if isinstance(max_len, int) and T + max_new_tokens > max_len:
+        raise ValueError(f"{T} prompt + {max_new_tokens} new tokens exceed the model's "
+                         f"max_len={max_len}")
     out = torch.full((B, T + max_new_tokens), -1 if eos_id is None else eos_id,
                      dtype=prompt.dtype, device=prompt.device)
     out[:, :T] = prompt
@@ -123,6 +127,9 @@ def sample(
         return out
     cache = model.new_cache() if use_cache else None
     logits = model(prompt, cache=cache)[:, -1]  # (B, V): the next token's
+    if eos_id is not None and (isinstance(eos_id, bool) or not isinstance(eos_id, int)
+                               or not 0 <= eos_id < logits.shape[-1]):
+        raise ValueError(f"eos_id must be a token id in [0, {logits.shape[-1]}), got {eos_id!r}")
     done = torch.zeros(B, dtype=torch.bool, device=prompt.device)
     for t in range(T, T + max_new_tokens):
         probs = next_token_probs(logits, temperature=temperature, top_k=top_k, top_p=top_p)

@@ -226,6 +226,9 @@ def test_bad_lengths_are_refused():
             sample(_model(), _prompt(), n)
     with pytest.raises(ValueError, match="max_len"):  # the model's own limit
         sample(_model(), _prompt(T=40), 20)
+    for eos in (-1, V, 2.0, True):
+        with pytest.raises(ValueError, match="eos_id"):
+            sample(_model(), _prompt(), 3, eos_id=eos)
 
 
 # ---- the chi-square test --------------------------------------------------------------------
