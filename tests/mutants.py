@@ -4,6 +4,7 @@
     python tests/mutants.py scaling kv-cache # only the named ones
     python tests/mutants.py --list           # with the known gaps, which run only when named
     python tests/mutants.py --skip-baseline NAME  # when the chapter just passed unmutated
+    python tests/mutants.py --attempts       # only the exercises' wrong attempts (seconds)
 
 A mutant is a (file, exact old text, new text) edit of one labformer source file. For each, the
 package is copied into a temporary directory, the edit is applied there (the old text must occur
@@ -16,6 +17,11 @@ copy of the package. Every chapter used also
 runs once unmutated, and must pass: a chapter that fails anyway catches nothing. Prints a table
 (bug, chapter, caught or survived, the first failing line) and exits non-zero if a bug survives
 or a baseline fails.
+
+Before the chapters (unless mutants are named), the graders of ``labformer.exercises`` meet
+the planted wrong attempts of tests/exercise_attempts.py, classic mistakes at each exercise:
+every one must be rejected with a ``Mismatch`` (its message's first line is printed), and every
+right attempt there must pass. This takes seconds.
 """
 
 from __future__ import annotations
@@ -254,6 +260,43 @@ def run_chapter(chapter: str, m: Mutant | None) -> tuple[bool, str, float]:
     return passed, line, time.perf_counter() - start
 
 
+def grade_attempts() -> int:
+    """Grade every planted wrong attempt and every right one; 1 if any is graded wrongly."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import exercise_attempts
+
+    from labformer import exercises
+
+    start = time.perf_counter()
+    failures: list[str] = []
+    print("| exercise | wrong attempt | property | message (first line) |")
+    print("|---|---|---|---|")
+    for w in exercise_attempts.WRONG:
+        try:
+            exercises.check(w.exercise, w.attempt, quiet=True)
+        except exercises.Mismatch as err:
+            first = str(err).splitlines()[0].replace("|", "/")
+            print(f"| {w.exercise} | {w.mistake} | {err.property} | {first} |", flush=True)
+            continue
+        except Exception as err:  # a grader that breaks is a failure too, not a crash
+            failures.append(f"{w.exercise}, {w.mistake}: {type(err).__name__}: {err}")
+            continue
+        failures.append(f"{w.exercise}, {w.mistake}: not rejected")
+    for name, attempt in exercise_attempts.RIGHT.items():
+        try:
+            if not exercises.check(name, attempt, quiet=True):
+                failures.append(f"{name}, the right attempt: graded as not attempted")
+        except Exception as err:
+            first = str(err).splitlines()[0] if str(err) else type(err).__name__
+            failures.append(f"{name}, the right attempt: rejected: {first}")
+    wrong, right = len(exercise_attempts.WRONG), len(exercise_attempts.RIGHT)
+    print(f"\n{wrong} wrong attempts at {len(exercises.NAMES)} exercises, {right} right ones; "
+          f"{len(failures)} graded wrongly; {time.perf_counter() - start:.1f} s")
+    for line in failures:
+        print(f"FAIL {line}")
+    return 1 if failures else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", help="mutants to run (default: all)")
@@ -261,12 +304,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
     parser.add_argument("--skip-baseline", action="store_true",
                         help="do not run the chapters unmutated (only after they just passed)")
+    parser.add_argument("--attempts", action="store_true",
+                        help="only grade the exercises' planted wrong attempts (seconds)")
     args = parser.parse_args(argv)
     if args.list:
         for m in MUTANTS + KNOWN_GAPS:
             gap = "  (known gap: not run by default)" if m in KNOWN_GAPS else ""
             print(f"{m.name:17} {m.chapter:22} {m.bug}{gap}")
         return 0
+    if args.attempts:
+        return grade_attempts()
     unknown = set(args.names) - {m.name for m in MUTANTS + KNOWN_GAPS}
     if unknown:
         parser.error(f"unknown mutants {sorted(unknown)}; see --list")
@@ -274,6 +321,7 @@ def main(argv: list[str] | None = None) -> int:
         else MUTANTS
     for m in mutants:  # fail before running anything if a mutant no longer applies
         check_applies(m)
+    attempts_failed = 0 if args.names else grade_attempts()
     chapters = sorted({m.chapter for m in mutants})
     # the slowest chapters first, so that the short ones fill in around them
     jobs: list[tuple[str, Mutant | None]] = \
@@ -317,7 +365,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.names and KNOWN_GAPS:
         print("known gaps, not run (no chapter catches them yet): "
               + ", ".join(m.name for m in KNOWN_GAPS))
-    return 1 if survived or broken else 0
+    if attempts_failed:
+        print("exercise attempts graded wrongly: see FAIL above")
+    return 1 if survived or broken or attempts_failed else 0
 
 
 if __name__ == "__main__":
