@@ -249,6 +249,7 @@ _EN: dict[str, str] = {
     "d.token_lp": "token {token} (log p {lp})",
     "d.nothing": "nothing",
     "d.result": "; result {ids}",
+    "d.calls": "calls {calls}; result {ids}",
     "d.hypothesis": "{ids} (log p {lp}, score {score})",
     "d.beam_holds": "; the beam ends holding {held}",
     "d.extended": " (and it extended {ids}, which the beam drops)",
@@ -381,6 +382,7 @@ _ZH: dict[str, str] = {
     "d.token_lp": "词元 {token}（log p {lp}）",
     "d.nothing": "没有词元",
     "d.result": "；结果 {ids}",
+    "d.calls": "调用 {calls}；结果 {ids}",
     "d.hypothesis": "{ids}（log p {lp}，得分 {score}）",
     "d.beam_holds": "；束最后持有 {held}",
     "d.extended": "（并且扩展了束会丢弃的 {ids}）",
@@ -946,10 +948,13 @@ def _grade_greedy_decode(f: Any, n: list[int]) -> None:
             raise _Fail("no_bos", inp, str(expected), str(got))
         if expected[-1] == eos and got == expected[:-1]:
             raise _Fail("keeps_eos", inp, str(expected), str(got))
-        if len(got) > max_len:
-            raise _Fail("max_len", inp, str(expected), str(got))
-        if eos in got[:-1]:
-            raise _Fail("stops_at_eos", inp, str(expected), str(got))
+        asked = set(step.asked)
+        unasked = next((got[:i] for i in range(len(got)) if tuple(got[:i]) not in asked), None)
+        if unasked is not None:  # a token chosen without the prefix before it
+            calls = ", ".join(f"step({[bos, *p]})" for p in step.asked[:4])
+            raise _Fail("prefix", inp, f"step({[bos, *unasked]})",
+                        _t("calls", calls=calls, ids=got))
+        # (a result past max_len, or going on after EOS, made step fail already)
         i = next((i for i, (a, b) in enumerate(zip(got, expected, strict=False)) if a != b),
                  min(len(got), len(expected)))
         lp = step.log_probs((bos, *expected[:i]))

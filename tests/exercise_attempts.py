@@ -408,6 +408,17 @@ def greedy_no_bos(step: Step, bos_id: int, eos_id: int, max_len: int) -> list[in
     return out
 
 
+def greedy_same_prefix(step: Step, bos_id: int, eos_id: int, max_len: int) -> list[int]:
+    out: list[int] = []
+    log_p = step([bos_id])  # computed once: every later token ignores the ones before it
+    for _ in range(max_len):
+        out.append(int(log_p.argmax()))
+        if out[-1] == eos_id:
+            break
+        log_p[out[-1]] = float("-inf")
+    return out
+
+
 def _beam(step: Step, bos_id: int, eos_id: int, beam_size: int, max_len: int, alpha: float,
           *, rank: str = "sum", penalty_counts_eos: bool = True, eos_finishes: bool = True,
           return_from: str = "all") -> list[int]:
@@ -701,6 +712,8 @@ WRONG: list[Wrong] = [
     Wrong("greedy_decode", "picks the least probable token", greedy_argmin,
           "greedy_decode.argmax"),
     Wrong("greedy_decode", "prefix without BOS", greedy_no_bos, "prefix"),
+    Wrong("greedy_decode", "the next token chosen without the prefix", greedy_same_prefix,
+          "prefix"),
     Wrong("beam_search", "ranks by the last token's log-probability", beam_ranks_last_token,
           "beam_search.pool"),
     Wrong("beam_search", "no length penalty", beam_no_length_penalty,
