@@ -764,7 +764,8 @@ def _grade_multi_head_attention(cls: Any, n: list[int]) -> None:
             raise _Fail("projections", inp, _t("an_nn_module"), type(attempt).__name__)
         for name in _PROJECTIONS:
             layer = getattr(attempt, name, None)
-            if not isinstance(layer, nn.Linear) or layer.weight.shape != (d, d):
+            if not isinstance(layer, nn.Linear) or layer.weight.shape != (d, d) \
+                    or layer.bias is None:
                 got = "missing" if layer is None else repr(layer)
                 raise _Fail("projections", inp, f"{name} = nn.Linear({d}, {d})",
                             f"{name} = {got}")

@@ -232,6 +232,13 @@ def test_classes_that_do_not_fit_are_named():
         def __init__(self, d_model: int, num_heads: int, d_ff: int) -> None:
             super().__init__(d_model, num_heads, 2 * d_model)  # ignores d_ff
 
+    class NoBias(attempts.MultiHead):
+        def __init__(self, d_model: int, num_heads: int) -> None:
+            super().__init__(d_model, num_heads)
+            self.q_proj = nn.Linear(d_model, d_model, bias=False)
+
+    assert "q_proj = Linear(in_features=8, out_features=8, bias=False)" in \
+        str(_mismatch("multi_head_attention", NoBias))
     err = _mismatch("multi_head_attention", Narrow)
     assert err.property == "multi_head_attention.projections"
     assert "out_proj = nn.Linear(8, 8)" in str(err)
