@@ -133,6 +133,13 @@ class MultiHeadAttention(nn.Module):
             k, v = self._split(self.k_proj(key)), self._split(self.v_proj(value))
             if cache is not None:
                 k, v = cache.update(k, v)  # (B, h, T_past + T_k, d_k)
+        return self._attend(q, k, v, mask, need_weights, is_causal)
+
+    def _attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, need_weights: bool,
+                is_causal: bool) -> tuple[Tensor, Tensor | None]:
+        """The heads' attention, merged and projected: q (B, h, T_q, d_k), k and v
+        (B, h, T_k, d_k) -> out (B, T_q, D), weights (B, h, T_q, T_k) or None."""
+        B, _, T_q, _ = q.shape
         if is_causal and (mask is not None or k.shape[-2] != T_q):
             raise ValueError(f"is_causal needs no mask and as many keys as queries, got mask "
                              f"{None if mask is None else tuple(mask.shape)}, {T_q} queries "
@@ -294,26 +301,7 @@ class GroupedQueryAttention(MultiHeadAttention):
             if cache is not None:
                 k, v = cache.update(k, v)  # (B, h_kv, T_past + T_k, d_k)
         k, v = self._share(k), self._share(v)  # (B, h, T_k, d_k)
-        if is_causal and (mask is not None or k.shape[-2] != T_q):
-            raise ValueError(f"is_causal needs no mask and as many keys as queries, got mask "
-                             f"{None if mask is None else tuple(mask.shape)}, {T_q} queries "
-                             f"and {k.shape[-2]} keys")
-        if mask is not None:
-            check_mask(mask, (B, self.num_heads, T_q, k.shape[-2]))
-        p = self.dropout.p if self.dropout.training else 0.0
-        weights: Tensor | None = None
-        if need_weights or self._recorder is not None:
-            if is_causal:
-                mask = causal_mask(T_q, q.device)
-            out, weights = attention_with_weights(q, k, v, mask, dropout_p=p, scale=self.scale)
-            if self._recorder is not None:
-                maps, name = self._recorder
-                maps[name] = weights.detach()
-        else:
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p,
-                                                 is_causal=is_causal, scale=self.scale)
-        out = out.transpose(1, 2).reshape(B, T_q, self.d_model)  # (B, T_q, h * d_k)
-        return self.out_proj(out), (weights if need_weights else None)
+        return self._attend(q, k, v, mask, need_weights, is_causal)
 
     def extra_repr(self) -> str:
         return super().extra_repr() + f", num_kv_heads={self.num_kv_heads}"
