@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
@@ -328,6 +328,7 @@ def _loadable(value: Any, where: str) -> Any:
 
 
 WEIGHTS_HASH = "weights_sha256"  # the checkpoint entry that holds weights_sha256(state["model"])
+STATE_HASH = "state_sha256"  # and the one that holds state_sha256(state): its other tensors
 _ZIP = b"PK\x03\x04"  # torch.save writes a zip archive
 _KINDS = ((b"\x89PNG", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"),
           (b"%PDF", "a PDF document"), (b"GIF8", "a GIF image"), (b"\x1f\x8b", "a gzip file"),
@@ -348,6 +349,26 @@ def weights_sha256(weights: Any) -> str:
                       f"{list(tensor.shape)}\0".encode())
         digest.update(flat.view(torch.uint8).numpy().tobytes())
     return digest.hexdigest()
+
+
+def _tensors_in(value: Any, where: str) -> Iterator[tuple[str, torch.Tensor]]:
+    """Every tensor inside ``value`` (dicts, lists, tuples), with its path, in a fixed order."""
+    if isinstance(value, torch.Tensor):
+        yield where, value
+    elif isinstance(value, dict):
+        for key in sorted(value, key=repr):
+            yield from _tensors_in(value[key], f"{where}[{key!r}]")
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            yield from _tensors_in(item, f"{where}[{i}]")
+
+
+def state_sha256(state: dict[str, Any]) -> str:
+    """Hex SHA-256, as :func:`weights_sha256` computes it, of every other tensor of a
+    checkpoint: the optimiser's moments, the random states (what resuming reads)."""
+    return weights_sha256(dict(_tensors_in(
+        {k: v for k, v in state.items() if k not in ("model", WEIGHTS_HASH, STATE_HASH)},
+        "state")))
 
 
 def checkpoint_verified(state: dict[str, Any]) -> bool:
@@ -398,6 +419,8 @@ def file_kind(path: str | os.PathLike[str]) -> str | None:
             return kind
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
         return "a text file (UTF-16)"
+    if b"\0" in head:
+        return "a binary file"
     try:
         head.decode("utf-8")
         return "a text file"
@@ -435,6 +458,7 @@ def save_checkpoint(path: str | os.PathLike[str], state: dict[str, Any]) -> None
     weights = _weights_of(state)
     if weights is not None:
         state[WEIGHTS_HASH] = weights_sha256(weights)
+        state[STATE_HASH] = state_sha256(state)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
@@ -490,6 +514,10 @@ def load_checkpoint(path: str | os.PathLike[str], map_location: str | torch.devi
             raise ValueError(f"{path} is damaged: its weights do not match the checksum "
                              f"stored with them (the file changed after labformer wrote it); "
                              f"use a copy or train it again")
+        if STATE_HASH in state and state_sha256(state) != state[STATE_HASH]:
+            raise ValueError(f"{path} is damaged: its training state (optimiser, random "
+                             f"states) does not match the checksum stored with it (the file "
+                             f"changed after labformer wrote it); use a copy or train it again")
     return state
 
 

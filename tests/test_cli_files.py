@@ -97,7 +97,7 @@ def test_an_interrupted_overwrite_keeps_the_old_model(capsys, monkeypatch, tmp_p
     # Without --resume or --overwrite the side file is not thrown away either.
     monkeypatch.setattr(labformer.translate, "train_translator", real)
     code, _, err = run(capsys, *one_step(out, "--seed", "3", "--epochs", "2"))
-    assert code == 1 and "exists (a trained model is kept)" in err
+    assert code == 1 and f"{out}.partial holds a finished model that did not replace" in err
     # --resume continues the side file, and only its end, once it passes the run's quality
     # check, replaces the old model (tests/test_faults.py: a failed check keeps it).
     import labformer.cli.train as train_command

@@ -30,12 +30,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 
 from . import corpus, evaluate, export, translate
 from . import train as train_command
 from .common import CLIError, Terminated, note, os_sentence, threads
+from .runs import sigterm_as_interrupt
 from .train import split_pairs as _split_pairs  # noqa: F401 - tests/train_everyday.py uses it
 from .train import verdict as _verdict  # noqa: F401 - the tests call it with stubs
 
@@ -85,17 +87,53 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``labformer`` console script; returns the exit status."""
+    """Entry point of the ``labformer`` console script; returns the exit status.
+
+    Ctrl-C at any moment of a command, while it parses its arguments or loads torch too, ends
+    it with one line and status 130 (SIGTERM: 143): an error raised while an import was being
+    interrupted (numpy turns the interrupt into an ImportError) counts as the interrupt.
+    """
+    seen: list[int] = []
+
+    def interrupted(signum: int, frame: object) -> None:
+        seen.append(signum)
+        raise KeyboardInterrupt
+
+    old = None
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        try:
+            old = signal.signal(signal.SIGINT, interrupted)
+        except ValueError:  # pragma: no cover - not the main thread: no handler
+            old = None
+    try:
+        return _main(argv)
+    except KeyboardInterrupt as e:
+        if not getattr(e, "reported", False):
+            note("labformer: interrupted", err=True)
+        return 143 if isinstance(e, Terminated) else 130
+    except Exception:
+        if not seen:
+            raise
+        note("labformer: interrupted", err=True)
+        return 130
+    finally:
+        if old is not None:
+            signal.signal(signal.SIGINT, old)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
     world = int(os.environ.get("WORLD_SIZE", "1"))
     where = f" (rank {os.environ.get('RANK', '0')})" if world > 1 else ""
     try:
-        if getattr(args, "threads", None):  # in the try: Ctrl-C while torch loads is one line
-            import torch
+        # SIGTERM is Ctrl-C in every command (one line, files named; under torchrun, rank 0's).
+        with sigterm_as_interrupt(os.environ.get("RANK", "0") == "0"):
+            if getattr(args, "threads", None):
+                import torch
 
-            torch.set_num_threads(args.threads)
-        return COMMANDS[args.command](args)
+                torch.set_num_threads(args.threads)
+            return COMMANDS[args.command](args)
     except BrokenPipeError:  # `labformer corpus | head`: the reader has gone; end quietly
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes stdout
@@ -113,7 +151,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         note(f"labformer: error{where}: lost the other processes ({first}); another rank "
              f"failed, its message says why", err=True)
         return 1
-    except KeyboardInterrupt as e:
-        if not getattr(e, "reported", False):
-            note("labformer: interrupted", err=True)
-        return 143 if isinstance(e, Terminated) else 130

@@ -257,21 +257,21 @@ def refuse_unsafe_out(out: str, inputs: Sequence[str | None], overwrite: bool,
         if what:
             raise CLIError(f"{path} exists and is {what}: the run writes its log and lock "
                            f"beside --out; choose another --out (nothing was changed)")
-    if os.path.isfile(out) and not (resume or overwrite):
-        raise CLIError(f"{out} exists (a trained model is kept): continue it with --resume, "
-                       f"replace it with --overwrite, or choose another --out")
     if os.path.isfile(partial) and not (resume or overwrite):
         done = saved_epoch(partial)
         if done is not None and done[0] == done[1]:
             raise CLIError(f"{partial} holds a finished model that did not replace {out} (it "
-                           f"failed its quality check, or the check was stopped; "
-                           f"{log_path(out)} says which): try it with --checkpoint "
-                           f"{partial}, start afresh with --overwrite (it is then "
-                           f"replaced), or choose another --out")
+                           f"failed its quality check, or the run stopped before it; "
+                           f"{log_path(out)} says which): --resume checks it again and lets "
+                           f"it replace {out} if it passes, --overwrite starts afresh, or "
+                           f"choose another --out")
         at = f" (saved after epoch {done[0]} of {done[1] or '?'})" if done else ""
         raise CLIError(f"{partial} holds an interrupted run{at}: continue it with --resume, "
                        f"start afresh with --overwrite (it is then replaced), or choose "
                        f"another --out")
+    if os.path.isfile(out) and not (resume or overwrite):
+        raise CLIError(f"{out} exists (a trained model is kept): continue it with --resume, "
+                       f"replace it with --overwrite, or choose another --out")
 
 
 def stop_message(out: str, partial: str, epochs: int, existed: bool) -> str:
@@ -289,3 +289,15 @@ def stop_message(out: str, partial: str, epochs: int, existed: bool) -> str:
                 f"run's last save, after epoch {done[0]} of {epochs}, is {partial}")
     publish(partial, out)
     return f"labformer: interrupted; the last save, after epoch {done[0]} of {epochs}, is {out}"
+
+
+def write_failure(out: str, partial: str, epochs: int, error: OSError, existed: bool,
+                  resume: str) -> str:
+    """What a run that could not write its files (a full disk) says about each file."""
+    kept = (f"{out} is unchanged (the model it held is kept)" if existed and os.path.isfile(out)
+            else f"{out} was not written")
+    done = saved_epoch(partial)
+    side = (f"; the last save, after epoch {done[0]} of {epochs}, is {partial} (free some "
+            f"space, then continue with: {resume})" if done else "")
+    return (f"writing the run's files beside {out} failed ({os_reason(error)}): {kept}"
+            f"{side}")

@@ -379,6 +379,9 @@ def _train(args: argparse.Namespace, data: list[tuple[str, str]], valid: list[tu
         except Exception as e:
             if copied and rank == 0:
                 Path(partial).unlink(missing_ok=True)
+            if isinstance(e, OSError) and rank == 0:  # a full disk, a lost drive
+                raise CLIError(runs.write_failure(out, partial, epochs, e, existed,
+                                                  runs.resume_command(args.argv))) from None
             if isinstance(e, ValueError) and partial in str(e):
                 raise ValueError(str(e).replace(partial, out)) from None
             raise
