@@ -106,3 +106,27 @@ def test_train_warns_when_both_columns_are_one_language(capsys, tmp_path):
     code, _, err = run(capsys, "train", "--pairs", str(both), "--out", str(tmp_path / "m.pt"))
     assert code == 1 and f"{both}: columns 1 and 2 both read as en" in err
     assert "too few" in err and not (tmp_path / "m.pt").exists()
+
+
+def test_a_long_line_of_short_sentences_is_translated_whole(capsys, everyday):
+    """The model's limit is a sentence's, not a line's: twelve short sentences (more tokens
+    than the model reads) are all translated, and --max-length crops each sentence, not the
+    line (issue 48: the advice gave one sentence of twelve)."""
+    translator = Translator.from_checkpoint(everyday)
+    sentences = ["Il fait beau aujourd'hui, je pense."] * 12
+    line = " ".join(sentences)
+    assert len(translator.src_text.tokenize(line)) > translator.max_source_tokens
+    expected = translate_carried(translator, [line])[0].text
+    one = translate_carried(translator, [sentences[0]])[0].text
+    code, out, err = run(capsys, "translate", "--checkpoint", str(everyday), line)
+    assert code == 0 and "tokens" not in err, err
+    assert out.strip() == expected and expected.count(one) == 12
+    long_sentence = " ".join(["très"] * 70) + " bien."
+    mixed = " ".join([*sentences[:3], long_sentence.capitalize(), *sentences[3:5]])
+    code, out, err = run(capsys, "translate", "--checkpoint", str(everyday), mixed)
+    assert code == 1 and "sentence 1, sentence 4 of 6, has 72 tokens" in err
+    assert "--max-length 63 crops such sentences" in err
+    code, out, err = run(capsys, "translate", "--checkpoint", str(everyday), "--max-length",
+                         "63", mixed)
+    assert code == 0 and "1 of its 6 sentences have more than 63 tokens" in err, err
+    assert out.strip().count(one) == 5  # the five short sentences are all there

@@ -704,3 +704,31 @@ def test_a_read_only_folder(capsys, readonly_dir, tiny):
     code, _, err = run(capsys, "export", "--checkpoint", str(tiny), "--out", str(readonly_dir))
     assert_short_error(code, err, "cannot write --out")
     assert list(readonly_dir.iterdir()) == []
+
+
+# ----------------------------------------------------------------- input that is not as expected
+
+
+def test_a_latin1_pairs_file_names_its_lines_and_the_encoding(capsys, tmp_path):
+    latin = tmp_path / "latin.tsv"
+    latin.write_bytes("Café crème.\tCoffee.\nBonjour.\tHello.\nDéjà vu.\tAlready.\n"
+                      .encode("latin-1"))
+    code, _, err = run(capsys, *one_step(tmp_path / "m.pt")[:2], str(latin), "--out",
+                       str(tmp_path / "m.pt"))
+    assert_short_error(code, err, "not valid UTF-8 on 2 line(s) (line 1, 3)",
+                       "iconv -f WINDOWS-1252 -t UTF-8")
+    code, _, err = run(capsys, "evaluate", "--checkpoint", str(tmp_path / "none.pt"),
+                       "--pairs", str(latin))
+    assert code == 1 and "checkpoint not found" in err
+
+
+def test_every_unknown_word_is_named(capsys, tiny):
+    translator = Translator.from_checkpoint(tiny)
+    sentence = "Pierre et Zorglub visitent Lyon ou Quimperlé."
+    unknown = [w for w in ("Pierre", "Zorglub", "visitent", "Lyon", "Quimperlé")
+               if translator.unknown_words(w)]
+    assert "Zorglub" in unknown
+    code, out, err = run(capsys, "translate", "--checkpoint", str(tiny), sentence)
+    assert code == 0 and out.strip(), err
+    for word in unknown:  # carried over as a name with a warning, or read as <unk> and named
+        assert word in err or word.lower() in err, (word, err)

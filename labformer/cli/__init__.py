@@ -14,10 +14,21 @@ signals, resuming); ``common`` holds what they share.
 Bad input (an empty sentence, a missing, corrupt or mismatched checkpoint, a malformed pairs
 file, an unusable device or --out) ends with one line on stderr and exit status 1, never a
 traceback, and is found before the first training step. A run that learns nothing (validation
-BLEU near 0, empty translations) says so and exits with status 3, after writing its
-checkpoint. Usage errors exit with 2, Ctrl-C with 130, SIGTERM with 143. ``train`` never
-replaces a file that is not a labformer checkpoint, and replaces a checkpoint only when asked
-(--resume, --overwrite) and only once the new run has finished (see :mod:`.runs`).
+BLEU near 0, empty translations) says so and exits with status 3; it writes its checkpoint
+when there was none, but never replaces a model (--overwrite) with one that failed: the new
+model stays in OUT.partial. Usage errors exit with 2, Ctrl-C with 130, SIGTERM with 143, at
+any moment (one line that names what happened to each file; the lock is removed). ``train``
+never replaces a file that is not a labformer checkpoint, and replaces a checkpoint only when
+asked (--resume, --overwrite) and only once the new run has finished (see :mod:`.runs`).
+
+Every command that writes a file refuses one of another kind and writes through a side file
+in the same folder, renamed into place when complete, so a full disk or a signal leaves the
+old file as it was: ``evaluate --output`` replaces only text without tabs (an earlier output),
+never a pairs file, a checkpoint or an input; ``export --out`` replaces only a model file it
+wrote. FIFOs, devices and directories are named as such without being opened. Checkpoints
+store a SHA-256 of their weights and of their training state, checked on every load (and
+export): a damaged file is refused in one line; a file from before the checksums loads with
+a warning. --threads is 1 to the machine's CPU count.
 ``translate`` carries numbers, clock times and words the model never saw over to the output
 (labformer.carry), translates a line of several sentences sentence by sentence, and a line it
 cannot translate gives an empty line and a warning with its line number, while the others go

@@ -115,7 +115,12 @@ def read_pairs_file(args: argparse.Namespace, path: str | None = None,
     src_lang, tgt_lang = langs or (args.src_lang, args.tgt_lang)
     src_col, tgt_col = columns(args)
     notes: list[str] = []
-    pairs = read_pairs(path, src_col, tgt_col, notes=notes)
+    try:
+        pairs = read_pairs(path, src_col, tgt_col, notes=notes)
+    except ValueError as e:
+        if "not valid UTF-8" not in str(e):
+            raise
+        raise CLIError(_encoding_hint(path)) from None
     for line in notes:
         (say or note)(f"labformer: note: {line}", err=True)
     if not pairs:
@@ -294,3 +299,25 @@ def refuse_unsafe_text_output(path: str, flag: str, inputs: dict[str, str | None
         return
     raise CLIError(f"{flag} {path} exists and is {kind}: {flag} replaces only a text file of "
                    f"earlier output; {unchanged}")
+
+
+def _encoding_hint(path: str) -> str:
+    """The error for a pairs file that is not UTF-8: every line that is not (the first five),
+    and the likely encoding with the command that converts it."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    bad = []
+    for number, line in enumerate(raw.split(b"\n"), start=1):
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError:
+            bad.append(number)
+    shown = ", ".join(str(n) for n in bad[:5]) + (", ..." if len(bad) > 5 else "")
+    try:
+        raw.decode("cp1252")
+        guess = "WINDOWS-1252"
+    except UnicodeDecodeError:
+        guess = "LATIN1"
+    return (f"{path}: not valid UTF-8 on {len(bad)} line(s) (line {shown}): the file looks "
+            f"like {guess} (Latin-1); convert it with: iconv -f {guess} -t UTF-8 {path} > "
+            f"{path}.utf8")

@@ -43,9 +43,9 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
                         "token) and a tab before it, and a warning for each translation "
                         "that is likely wrong (default off)")
     p.add_argument("--max-length", type=positive, default=None, metavar="N",
-                   help="crop sentences to their first N tokens (default: a longer "
-                        "sentence than the model reads is an empty line and a "
-                        "warning)")
+                   help="crop each sentence to its first N tokens (default: a sentence "
+                        "longer than the model reads is an empty line and a warning; a "
+                        "line of several sentences is translated sentence by sentence)")
     add_decoding_options(p)
 
 
@@ -82,7 +82,7 @@ def _translate_lines(translator: Translator, carry: Carry, lines: list[str | Non
     model reads, unless --max-length crops it; or any other error) prints an empty line and
     a warning with its 1-based number, and the others go on.
     """
-    from ..carry import assess, has_word, translate_carried
+    from ..carry import assess, has_word, split_sentences, translate_carried
 
     texts = [""] * len(lines)
     scores: list[float | None] = [None] * len(lines)
@@ -101,22 +101,34 @@ def _translate_lines(translator: Translator, carry: Carry, lines: list[str | Non
                  f"not translated, printed as it is", err=True)
             texts[i] = line.strip()
             continue
-        n = len(translator.src_text.tokenize(line))
+        # A line of several sentences is translated sentence by sentence (with carry-over):
+        # the model's limit applies to each sentence, and --max-length crops each one.
+        pieces = split_sentences(line) if carry.enabled else [line]
+        sizes = [len(translator.src_text.tokenize(p)) for p in pieces] or [0]
+        n, longest = max(sizes), sizes.index(max(sizes)) + 1
+        which = f"{what} {first + i}" + (f", sentence {longest} of {len(pieces)}," if
+                                         len(pieces) > 1 else "")
         if n > limit and crop is None:
-            note(f"labformer: warning: {what} {first + i} has {n} tokens, but this model "
-                 f"reads at most {limit}: not translated (an empty line); --max-length "
-                 f"{limit} crops such lines instead", err=True)
+            note(f"labformer: warning: {which} has {n} tokens, but this model reads at most "
+                 f"{limit}: not translated (an empty line); --max-length {limit} crops "
+                 f"such sentences instead", err=True)
             failed += 1
             continue
         if crop is not None and n > crop:
-            note(f"labformer: warning: {what} {first + i} has {n} tokens: cropped to its "
-                 f"first {crop}", err=True)
+            cropped = sum(size > crop for size in sizes)
+            if len(pieces) == 1:
+                note(f"labformer: warning: {what} {first + i} has {n} tokens: cropped to "
+                     f"its first {crop}", err=True)
+            else:
+                note(f"labformer: warning: {what} {first + i}: {cropped} of its "
+                     f"{len(pieces)} sentences have more than {crop} tokens: each cropped "
+                     f"to its first {crop}", err=True)
         todo.append(i)
     carry.crop = crop
 
     def run(rows: list[int]) -> list[Carried]:
         return translate_carried(translator, [lines[i] or "" for i in rows], beam=args.beam,
-                                 carry=carry, split=crop is None)
+                                 carry=carry)
 
     results: dict[int, Carried] = {}
     if todo:
@@ -144,6 +156,10 @@ def _translate_lines(translator: Translator, carry: Carry, lines: list[str | Non
                  f"{'; '.join(value.reasons)}", err=True)
     for i, t in sorted(results.items()):
         texts[i] = t.text
+        if t.names:
+            note(f"labformer: warning: {what} {first + i}: not in the model's vocabulary, "
+                 f"carried over as written (as a name): {', '.join(dict.fromkeys(t.names))}",
+                 err=True)
         if t.lost:
             note(f"labformer: warning: {what} {first + i}: not carried over to the "
                  f"translation: {', '.join(t.lost)}", err=True)
