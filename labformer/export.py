@@ -240,12 +240,20 @@ def live_examples(model: Transformer, src_vocab: Vocab, tgt_vocab: Vocab,
 
 def live_widget_html(model_file: Path, examples: Sequence[dict[str, Any]]) -> str:
     """The page's container for the live translator: the model file's name and SHA-256 (the
-    build copies that file next to the page's scripts and checks it), and the precomputed
-    examples as JSON. ``book/_static/labformer-live.js`` builds the widget inside it."""
+    build copies that file next to the page's scripts and checks it), the SHA-256 of the
+    weights the examples were computed with (``weights_sha256`` of the file), and the
+    precomputed examples as JSON. ``book/_static/labformer-live.js`` builds the widget inside it."""
     model_file = Path(model_file)
     data = json.dumps(list(examples), ensure_ascii=False, separators=(",", ":"))
     data = data.replace("</", "<\\/")  # nothing in the JSON can close the <script> element
+    # The weights the examples were computed with: a page that loads a model file of other
+    # weights (another export) can tell that its precomputed examples are not that model's.
+    try:
+        weights = read_model_file(model_file).get("weights_sha256")
+    except ValueError:  # not an exported model file (a test's stand-in): nothing to compare
+        weights = None
+    made_with = f' data-lf-weights-sha256="{weights}"' if weights else ""
     return (f'<div class="lf-live" data-lf-model="{html.escape(model_file.name)}" '
-            f'data-lf-model-sha256="{file_sha256(model_file)}">'
+            f'data-lf-model-sha256="{file_sha256(model_file)}"{made_with}>'
             f'<script type="application/json" class="lf-live-examples">{data}</script>'
             '<p class="lf-live-fallback">The live translator needs JavaScript.</p></div>')

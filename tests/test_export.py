@@ -26,6 +26,7 @@ from labformer.export import (
     model_payload,
     model_script,
 )
+from labformer.train import weights_sha256
 from labformer.translate import Translator, build_model, train_translator
 
 TINY = {"d_model": 16, "num_heads": 2, "num_encoder_layers": 1, "num_decoder_layers": 2,
@@ -184,6 +185,12 @@ def test_examples_and_widget_html(tmp_path: Path) -> None:
     html = live_widget_html(path, shown)
     assert f'data-lf-model-sha256="{hashlib.sha256(path.read_bytes()).hexdigest()}"' in html
     assert f'data-lf-model="{MODEL_FILE}"' in html
+    # the weights the examples were made with, for a page to compare with the file it loads
+    weights = weights_sha256(translator.model.state_dict())
+    assert f'data-lf-weights-sha256="{weights}"' in html
+    stand_in = tmp_path / "other.js"
+    stand_in.write_text("window.X = 1;\n", encoding="ascii")
+    assert "data-lf-weights-sha256" not in live_widget_html(stand_in, shown)
     assert html.count("</script>") == 1
     body = html.split('class="lf-live-examples">', 1)[1].split("</script>", 1)[0]
     assert json.loads(body) == json.loads(json.dumps(shown))

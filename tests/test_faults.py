@@ -187,6 +187,7 @@ def test_train_out_never_replaces_a_file_of_another_kind(capsys, tmp_path, tiny,
     with no_hang():
         code, _, err = run(capsys, *one_step(target, *([flag] if flag else [])))
     assert code == 1 and "Traceback" not in err and len(lines(err)) <= 2, err
+    assert err.count("not a labformer checkpoint") <= 1, err  # said once
     assert unchanged(kind, target, before)
     assert not Path(f"{target}.lock").exists() and not Path(f"{target}.partial").exists()
 
@@ -732,3 +733,14 @@ def test_every_unknown_word_is_named(capsys, tiny):
     assert code == 0 and out.strip(), err
     for word in unknown:  # carried over as a name with a warning, or read as <unk> and named
         assert word in err or word.lower() in err, (word, err)
+
+
+def test_a_full_disk_while_copying_for_resume(capsys, monkeypatch, tmp_path, cli_model):
+    out = tmp_path / "m.pt"
+    out.write_bytes(cli_model.read_bytes())
+    before = out.read_bytes()
+    monkeypatch.setattr(shutil, "copyfile", _enospc)
+    code, _, err = run(capsys, *one_step(out, "--resume", "--epochs", "2"))
+    assert_short_error(code, err, "the disk is full", f"{out} is unchanged")
+    assert out.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.pt"]

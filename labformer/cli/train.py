@@ -24,6 +24,7 @@ from .common import (
     columns,
     count,
     note,
+    os_reason,
     positive,
     read_pairs_file,
     seed,
@@ -279,7 +280,11 @@ def run(args: argparse.Namespace) -> int:
             if origin is not None and rank == 0:  # before any file is touched
                 _check_batch(origin, out, batch_size, steps_per_epoch)
             if origin == out and rank == 0:
-                runs.copy_atomically(out, partial)
+                try:
+                    runs.copy_atomically(out, partial)
+                except OSError as e:
+                    raise CLIError(f"cannot copy {out} to {partial} to continue it there: "
+                                   f"{os_reason(e)}; {out} is unchanged") from None
                 copied = True
             elif origin is None and rank == 0:
                 note(f"labformer: note: --resume, but there is no checkpoint at {out}: "
