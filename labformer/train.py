@@ -393,7 +393,7 @@ def file_kind(path: str | os.PathLike[str]) -> str | None:
     anything but a regular file, so a FIFO never blocks."""
     try:
         mode = os.stat(path).st_mode
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # (a file where a folder should be)
         return "missing"
     except OSError as e:
         return f"a path that cannot be read ({(e.strerror or str(e)).lower()})"

@@ -744,3 +744,54 @@ def test_a_full_disk_while_copying_for_resume(capsys, monkeypatch, tmp_path, cli
     assert_short_error(code, err, "the disk is full", f"{out} is unchanged")
     assert out.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.pt"]
+
+
+# ---------------------------------------------------------------------- the helpers, directly
+
+
+def test_os_errors_read_as_sentences(tmp_path):
+    from labformer.cli.common import os_reason, os_sentence
+
+    full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(tmp_path / "a.pt"))
+    assert os_sentence(full) == f"{tmp_path / 'a.pt'}: the disk is full"
+    assert os_reason(OSError(errno.ECONNRESET, "Connection reset by peer")) == \
+        "connection reset by peer"
+    assert os_sentence(OSError("my own sentence")) == "my own sentence"
+    assert os_reason(OSError()) == "OSError"
+
+
+def test_sockets_and_devices_are_named_without_opening_them(capsys, tmp_path):
+    import socket
+
+    from labformer.cli.common import special_file
+    from labformer.train import file_kind
+
+    where = tmp_path / "s.sock"
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(str(where))
+        assert file_kind(where) == "a socket" and special_file(str(where)) == "a socket"
+        code, _, err = run(capsys, "evaluate", "--checkpoint", str(tmp_path / "x.pt"),
+                           "--output", str(where))
+        assert_short_error(code, err, "is a socket")
+    assert file_kind(os.devnull) == "a device" and special_file(os.devnull) == "a device"
+    assert special_file(str(tmp_path / "missing")) is None
+
+
+def test_a_folder_on_the_output_path_that_is_a_file(capsys, tmp_path, tiny):
+    blocker = tmp_path / "notes.txt"
+    blocker.write_text("mine\n")
+    code, out, err = run(capsys, "evaluate", "--checkpoint", str(tiny), "--pairs",
+                         str(EVERYDAY), "--output", str(blocker / "hyps.txt"))
+    assert_short_error(code, err, "a folder on its path is a file")
+    assert out == "" and blocker.read_text() == "mine\n"
+
+
+def test_an_interrupted_write_leaves_no_side_file(monkeypatch, tmp_path):
+    from labformer.cli.common import write_atomically
+
+    target = tmp_path / "hyps.txt"
+    target.write_text("old\n")
+    monkeypatch.setattr(os, "fsync", lambda fd: _kill(signal.SIGINT))
+    with pytest.raises(KeyboardInterrupt):
+        write_atomically(str(target), b"new\n", "--output")
+    assert target.read_text() == "old\n" and sorted(tmp_path.iterdir()) == [target]
