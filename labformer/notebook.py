@@ -19,8 +19,8 @@ import numpy as np
 import torch
 
 __all__ = ["SEED_ENV", "ClaimFailed", "Evidence", "Sweep", "book_file", "decide", "evidence",
-           "human_number", "measured_text", "predictive_interval", "repo_root", "resolve_seed",
-           "setup_notebook", "shape_text", "t_quantile", "table"]
+           "glue", "human_number", "measured_text", "predictive_interval", "repo_root",
+           "resolve_seed", "setup_notebook", "shape_text", "t_quantile", "table"]
 
 #: Environment variable that overrides the seed a chapter asks for, so that the whole book can
 #: be re-run with another seed without editing a notebook: ``LABFORMER_SEED=3 make test``.
@@ -89,6 +89,31 @@ def book_file(relative: str | os.PathLike[str]) -> Path:
         raise FileNotFoundError(f"this chapter needs {path.as_posix()}, but it is neither in the "
                                 f"working directory nor at {candidate}")
     return candidate
+
+
+def glue(name: str, value: Any, display: bool = False) -> None:
+    """Makes ``value`` available to the chapter's prose under ``name``, in both places a chapter
+    is read.
+
+    The page: myst-nb's glue, which the book's ``{eval}`` roles and value figures read from the
+    executed notebook. JupyterLab: ``name`` becomes a variable of the kernel, which
+    jupyterlab-myst's ``{eval}`` roles show in the rendered text (``{eval}`ch3_z``` or, with a
+    format, ``{eval}`f'{ch3_z:.1f}'```). Outside IPython (the sweeps run cells as plain Python)
+    it does nothing. ``name`` must be a Python identifier: a name the prose can evaluate.
+    """
+    if not name.isidentifier():
+        raise ValueError(f"a glued name must be a Python identifier, got {name!r}")
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover (IPython comes with ipykernel)
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    import myst_nb  # looked up at each call: the sweep scripts replace myst_nb.glue
+
+    shell.user_ns[name] = value
+    myst_nb.glue(name, value, display=display)
 
 
 def setup_notebook(seed: int = 0, precision: int = 4, threads: int | None = 1) -> int:

@@ -118,8 +118,11 @@ def parse_quantity(text: str) -> tuple[str, str]:
 
 
 def write_data(path: Path, notebook: Path, quantities: dict[str, str],
-               runs: list[dict[str, object]], command: str, seconds: float, jobs: int) -> None:
-    """The chapter's data file (the format ``labformer.notebook.Sweep`` reads)."""
+               runs: list[dict[str, object]], command: str, seconds: float, jobs: int,
+               settings: dict[str, object] | None = None) -> None:
+    """The chapter's data file (the format ``labformer.notebook.Sweep`` reads). ``settings``:
+    the values of the chapter's settings the sweep was made at (``Sweep.differs`` compares a
+    reader's run with them), kept from the data file that is rewritten."""
     sys.path.insert(0, str(Path(__file__).parent))
     from ablation_sweep import code_version
 
@@ -128,6 +131,7 @@ def write_data(path: Path, notebook: Path, quantities: dict[str, str],
         "chapter": notebook.stem,
         "what": f"{notebook.name} run for each seed: the numbers it holds to this sweep",
         "quantities": quantities,
+        **({"settings": settings} if settings else {}),
         "command": command,
         "code_version": code_version(),
         "duration": f"{seconds:.0f} s for {len(runs)} runs, {jobs} at a time",
@@ -177,8 +181,10 @@ def main(argv: list[str] | None = None) -> int:
     if not notebook.is_file() or notebook.suffix != ".ipynb":
         parser.error(f"not a notebook: {args.notebook}")
     quantities: dict[str, str] = {}
+    settings: dict[str, object] = {}
     if args.write and args.write.is_file():
-        quantities = json.loads(args.write.read_text(encoding="utf-8")).get("quantities", {})
+        previous = json.loads(args.write.read_text(encoding="utf-8"))
+        quantities, settings = previous.get("quantities", {}), previous.get("settings", {})
     quantities.update(args.quantity)
     if args.write and not quantities:
         parser.error("--write needs quantities: --quantity NAME=EXPR, or a data file that "
@@ -208,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.write:
         command = "python tests/claim_sweep.py " + " ".join(argv or sys.argv[1:])
         write_data(args.write, notebook, quantities, records, command,
-                   time.perf_counter() - start, args.jobs)
+                   time.perf_counter() - start, args.jobs, settings)
         print(f"wrote {args.write}")
     return 0
 

@@ -312,6 +312,95 @@ def edition_figures() -> None:
     glue_directives.PasteFigureDirective.run = run_with_alt  # type: ignore[method-assign]
 
 
+#: ``{eval}`` in the chapters names a value the notebook glued (``labformer.notebook.glue``):
+#: ``{eval}`ch3_z``` or, formatted, ``{eval}`f'{ch3_z:.1f}'```. JupyterLab (jupyterlab-myst)
+#: evaluates it in the learner's kernel; the page reads the same value from the executed
+#: notebook, as ``{glue:text}`` does, so the two show the same text.
+EVAL_NAME = re.compile(r"(?P<key>[A-Za-z_]\w*)")
+EVAL_FORMAT = re.compile(r"f(?P<q>['\"])\{(?P<key>[A-Za-z_]\w*)(?::(?P<spec>[^{}'\"]*))?\}(?P=q)")
+#: The first line of a figure that shows a glued value: ``{eval}`ch3_scaling```.
+EVAL_FIGURE = re.compile(r"\{eval\}`(?P<key>[A-Za-z_]\w*)`")
+
+
+def eval_key(text: str) -> tuple[str, str] | None:
+    """(key, format spec) of an ``{eval}`` role's text, or None when it is not one the book
+    reads (a name, or an f-string of one name and a format spec)."""
+    text = text.strip()
+    match = EVAL_NAME.fullmatch(text) or EVAL_FORMAT.fullmatch(text)
+    if match is None:
+        return None
+    return match.group("key"), (match.groupdict().get("spec") or "")
+
+
+def eval_role(name: str, rawtext: str, text: str, lineno: int, inliner: Any,
+              options: dict[str, Any] | None = None,
+              content: Any = ()) -> tuple[list[Any], list[Any]]:
+    """``{eval}`` on the page: the glued value's text, formatted as the f-string asks; a glued
+    Markdown value (``IPython.display.Markdown``) is rendered as Markdown."""
+    import myst_nb.ext.glue.roles as glue_roles
+    import myst_nb.ext.glue.utils as glue_utils
+
+    parsed = eval_key(text)
+    if parsed is None:
+        message = inliner.reporter.error(
+            f"{{eval}} in this book names a glued value, `name` or `f'{{name:spec}}'`; got "
+            f"{text!r}", line=lineno)
+        return [inliner.problematic(rawtext, rawtext, message)], [message]
+    key, spec = parsed
+    if not spec:
+        try:
+            data = glue_roles.retrieve_glue_data(inliner.document, key)
+        except glue_utils.RetrievalError:
+            data = None  # the text role reports the missing key itself
+        if data is not None and "text/markdown" in data.data:
+            return glue_roles.PasteMarkdownRole()(name, rawtext, key, lineno, inliner,
+                                                   options or {}, content)
+    glued = f"{key}:{spec}" if spec else key
+    return glue_roles.PasteTextRole()(name, rawtext, glued, lineno, inliner, options or {},
+                                      content)
+
+
+def value_figure() -> type:
+    """The ``figure`` directive, which also takes a glued value instead of an image file.
+
+    ``:::{figure}`` with no argument and ``{eval}`KEY``` as the first line of its body shows
+    the value the notebook glued as KEY (a diagram, a plot, an explorer), with the caption that
+    follows: JupyterLab's MyST renderer draws the same cell from the learner's kernel. A
+    figure with an argument is Sphinx's own. ``:class:`` is the figure's class here, as in
+    MyST's own figure."""
+    from docutils.parsers.rst import directives
+    from myst_nb.ext.glue.directives import PasteFigureDirective
+    from sphinx.directives.patches import Figure
+
+    class ValueFigure(Figure):  # type: ignore[misc]
+        required_arguments = 0
+        optional_arguments = 1
+        option_spec = {**Figure.option_spec, "class": directives.class_option}
+
+        def run(self) -> list[Any]:
+            if self.arguments:
+                return list(super().run())
+            lines = list(self.content)
+            first = next((i for i, line in enumerate(lines) if line.strip()), None)
+            match = EVAL_FIGURE.fullmatch(lines[first].strip()) if first is not None else None
+            if match is None:
+                return [self.state.document.reporter.error(
+                    "a figure without an image file shows a glued value: its body's first "
+                    "line must be {eval}`NAME`", line=self.lineno)]
+            options = {k: v for k, v in self.options.items() if k not in ("class", "target")}
+            if "class" in self.options:
+                options["figclass"] = list(self.options["class"])
+            rest = first + 1
+            while rest < len(lines) and not lines[rest].strip():
+                rest += 1
+            paste = PasteFigureDirective(
+                "glue:figure", [match.group("key")], options, self.content[rest:], self.lineno,
+                self.content_offset + rest, self.block_text, self.state, self.state_machine)
+            return list(paste.run())
+
+    return ValueFigure
+
+
 def alt_from_svg_title(app: Sphinx, doctree: Any, docname: str) -> None:
     """A figure of the book's own SVG files (book/diagrams) given no ``:alt:`` takes the
     <title> of the SVG it shows: in the Chinese edition the ``.zh_CN.svg`` twin that Sphinx's
@@ -342,6 +431,8 @@ def setup(app: Sphinx) -> dict[str, Any]:
     plotly_js_path()  # fail at the start of a build, not at its end
     glue_in_translations()
     edition_figures()
+    app.add_role("eval", eval_role, override=True)
+    app.add_directive("figure", value_figure(), override=True)
     app.connect("doctree-resolved", alt_from_svg_title)
     app.connect("html-page-context", add_language_switch)
     app.connect("html-page-context", translate_toggles)

@@ -68,7 +68,7 @@ CODE = re.compile(r"``([^`]+)``|`([^`]+)`")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 CJK = re.compile(r"[\u3400-\u9fff]")
 #: Roles whose whole text must survive translation; {term} and {ref} keep their target only.
-EXACT_ROLES = {"glue:text", "glue:any", "glue:md", "glue", "cite", "cite:p", "cite:t",
+EXACT_ROLES = {"eval", "glue:text", "glue:any", "glue:md", "glue", "cite", "cite:p", "cite:t",
                "numref", "eq", "doc", "download"}
 
 
