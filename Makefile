@@ -43,7 +43,14 @@ $(STAMP): requirements.txt pyproject.toml
 # clean. Its command is book/_ext/cell_metadata.py's STRIP. Outside a git checkout: nothing.
 NBSTRIP := $(CURDIR)/$(VENV)/bin/nbstripout --keep-id --extra-keys \
            'cell.metadata.user_expressions metadata.language_info'
+# JupyterLab starts a chapter's kernel without asking which one, and renders every cell of a
+# chapter (no windowing: the prose's values are filled in everywhere, not only in view), in the
+# venv's settings overrides.
+LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
 venv: $(STAMP)
+	@mkdir -p $(dir $(LAB_OVERRIDES)) && test -s $(LAB_OVERRIDES) || echo \
+	  '{"@jupyterlab/notebook-extension:tracker": {"autoStartDefaultKernel": true, "windowingMode": "none"}}' \
+	  > $(LAB_OVERRIDES)
 	@if git rev-parse --git-dir >/dev/null 2>&1 && \
 	    [ "$$(git config --get filter.nbstripout.clean)" != "$(NBSTRIP)" ]; then \
 	  git config filter.nbstripout.clean "$(NBSTRIP)" && \
