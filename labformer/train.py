@@ -386,6 +386,17 @@ def _weights_of(state: dict[str, Any]) -> Any:
     return None
 
 
+def special_mode(mode: int) -> str | None:
+    """What a file of stat ``mode`` is when it is a FIFO, a device or a socket; else None."""
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return None
+
+
 def file_kind(path: str | os.PathLike[str]) -> str | None:
     """What ``path`` is when it cannot be a checkpoint, in a few words ("a directory", "a
     named pipe (FIFO)", "an empty file", "a text file", "a PNG image", ...); None for a
@@ -399,12 +410,9 @@ def file_kind(path: str | os.PathLike[str]) -> str | None:
         return f"a path that cannot be read ({(e.strerror or str(e)).lower()})"
     if stat.S_ISDIR(mode):
         return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a named pipe (FIFO)"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
+    special = special_mode(mode)
+    if special is not None:
+        return special
     try:
         with open(path, "rb") as f:
             head = f.read(4096)

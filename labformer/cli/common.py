@@ -183,19 +183,13 @@ def os_sentence(error: OSError) -> str:
 def special_file(path: str) -> str | None:
     """What ``path`` is when it exists and is neither a regular file nor a directory (a FIFO,
     a device, a socket), checked with stat so that nothing is opened (a FIFO would block)."""
-    import stat
+    from ..train import special_mode  # torch: imported only when a file is checked
 
     try:
         mode = os.stat(path).st_mode
     except OSError:
         return None
-    if stat.S_ISFIFO(mode):
-        return "a named pipe (FIFO)"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return None
+    return special_mode(mode)
 
 
 def check_folder_writable(path: str, flag: str) -> None:
