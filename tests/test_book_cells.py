@@ -132,6 +132,10 @@ def test_the_drift_check_bites():
                                                 "jupyter": {"source_hidden": True,
                                                             "outputs_hidden": True}}}
     assert tool.drift(synced) is None
+    # a solution without its toggle labels would read "Show code cell content" on the page
+    assert tool.prompt_drift(synced) == tool.SOLUTION_PROMPTS
+    synced["metadata"]["mystnb"] = dict(tool.SOLUTION_PROMPTS)
+    assert tool.prompt_drift(synced) is None
 
 
 def _strip(text: str) -> str:

@@ -23,6 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 HIDES_SOURCE = {"hide-input", "hide-cell", "remove-input", "remove-cell", "solution"}
 #: Tags whose cell shows its outputs collapsed on the page (or not at all).
 HIDES_OUTPUTS = {"hide-output", "hide-cell", "remove-output", "remove-cell", "solution"}
+#: What a solution's toggle says on the page (the Chinese edition translates it).
+SOLUTION_PROMPTS = {"code_prompt_show": "Show solution", "code_prompt_hide": "Hide solution"}
 
 
 #: The git filter's command (``make`` installs it, .gitattributes applies it to the chapters):
@@ -64,12 +66,26 @@ def drift(cell: dict[str, Any]) -> tuple[dict[str, bool], dict[str, bool]] | Non
     return None if has == want else (has, want)
 
 
+def prompt_drift(cell: dict[str, Any]) -> dict[str, str] | None:
+    """The toggle labels a solution cell lacks (None when it has them or is no solution)."""
+    if "solution" not in cell.get("metadata", {}).get("tags", []):
+        return None
+    has = cell["metadata"].get("mystnb", {})
+    missing = {k: v for k, v in SOLUTION_PROMPTS.items() if has.get(k) != v}
+    return missing or None
+
+
 def sync(path: Path) -> int:
-    """Writes the flags into ``path``; returns how many cells changed."""
+    """Writes the flags and the solutions' toggle labels into ``path``; returns how many cells
+    changed."""
     text = path.read_text(encoding="utf-8")
     nb = json.loads(text)
     changed = 0
     for cell in nb["cells"]:
+        labels = prompt_drift(cell)
+        if labels:
+            cell["metadata"].setdefault("mystnb", {}).update(labels)
+            changed += 1
         if drift(cell) is None:
             continue
         meta = cell.setdefault("metadata", {})
@@ -91,6 +107,10 @@ def problems() -> list[str]:
     lines = []
     for path in chapters():
         for n, cell in enumerate(json.loads(path.read_text(encoding="utf-8"))["cells"]):
+            labels = prompt_drift(cell)
+            if labels:
+                lines.append(f"{path.name} cell {n} ({cell.get('id', '?')}): a solution "
+                             f"whose toggle lacks {labels}")
             found = drift(cell)
             if found is not None:
                 lines.append(f"{path.name} cell {n} ({cell.get('id', '?')}): tags "
