@@ -183,3 +183,19 @@ def test_a_run_and_save_leaves_git_clean():
     saved = json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
     assert saved != committed
     assert _strip(saved) == committed
+
+
+def test_strict_nbval_is_refused_with_what_to_run() -> None:
+    """The chapters carry no stored outputs, so strict --nbval would check nothing more than
+    --nbval-lax: it stops with a usage error naming --nbval-lax; --nbval-lax collects."""
+    import subprocess
+
+    def collect(flag: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "pytest", flag, "--collect-only", "-q",
+                               "-p", "no:cacheprovider", "book/01_seq2seq_attention.ipynb"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+    strict = collect("--nbval")
+    assert strict.returncode == 4 and "--nbval-lax" in strict.stderr, strict.stderr[-500:]
+    lax = collect("--nbval-lax")
+    assert lax.returncode == 0 and "tests collected" in lax.stdout, lax.stdout[-500:]

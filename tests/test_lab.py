@@ -1,10 +1,5 @@
 """The notebook is the book: chapters opened in JupyterLab read, run and check like the page.
 
-NOT YET IN `make test`: run it by hand, `.venv/bin/python -m pytest tests/lab_check.py` (after
-`make book`). Chapter 3 passes; on chapter 7 the page in JupyterLab counts more code cells than
-the file holds (45 collapsed inputs where the file hides 26), which is not yet understood, so
-the test is not part of CI until it is.
-
 JupyterLab (with jupyterlab-myst, as `make lab` starts it) is started from the repository root,
 three chapters are opened in Chromium and run from top to bottom, and what a learner sees is
 checked: the prose's numbers and figures filled in from the kernel, no raw MyST markup, every
@@ -13,7 +8,10 @@ saved (autosave off), so the chapters in the checkout are left as they are. Scre
 1366 px go to _build/screenshots/lab/.
 
 Chapter 11 reads the translator that `make book` trained (labformer.runs caches it), so this
-test, which `make test` runs after the book, takes about a minute and a half.
+test, which `make test` runs after the book and alone (it uses both cores), takes about a
+minute and a half. Only the chapter on screen is read: JupyterLab keeps every notebook it has
+opened in the page, hidden, and would reopen the last one, so each chapter opens in a reset
+workspace and the counts come from the visible notebook panel.
 """
 
 from __future__ import annotations
@@ -108,7 +106,11 @@ def _hidden_counts(nb: dict) -> tuple[int, int, int]:
 
 
 READ_PAGE = """() => {
-  const cells = [...document.querySelectorAll('.jp-Notebook .jp-Cell')];
+  // the chapter on screen only: JupyterLab keeps other open notebooks in the page, hidden
+  const root = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook');
+  if (!root) return {cells: 0, running: 0, markdown: [], unrendered: 1, codes: [],
+                     inputsCollapsed: 0, outputsCollapsed: 0, figures: 0, errors: []};
+  const cells = [...root.querySelectorAll('.jp-Cell')];
   const markdown = cells.filter(c => c.classList.contains('jp-MarkdownCell'));
   return {
     cells: cells.length,
@@ -118,11 +120,11 @@ READ_PAGE = """() => {
                                 c.querySelector('.jp-RenderedMarkdown, .myst').innerText : ''),
     unrendered: markdown.filter(c => !c.querySelector('.jp-RenderedMarkdown, .myst')).length,
     codes: markdown.flatMap(c => [...c.querySelectorAll('code')].map(e => e.textContent)),
-    inputsCollapsed: document.querySelectorAll('.jp-Notebook .jp-InputPlaceholder').length,
-    outputsCollapsed: document.querySelectorAll('.jp-Notebook .jp-OutputPlaceholder').length,
+    inputsCollapsed: root.querySelectorAll('.jp-InputPlaceholder').length,
+    outputsCollapsed: root.querySelectorAll('.jp-OutputPlaceholder').length,
     figures: markdown.flatMap(c => [...c.querySelectorAll('figure')])
                      .filter(f => f.querySelector('img, svg')).length,
-    errors: [...document.querySelectorAll(
+    errors: [...root.querySelectorAll(
       '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')]
       .map(e => e.innerText).filter(t => /Traceback|Error/.test(t)),
   };
@@ -140,7 +142,8 @@ def _session_state(url: str, chapter: str) -> str | None:
 
 
 def _run_all(page, url: str, chapter: str) -> dict:
-    page.goto(f"{url}/lab/tree/book/{chapter}.ipynb")
+    # ?reset: a workspace with only this chapter open (JupyterLab would reopen the last one)
+    page.goto(f"{url}/lab/tree/book/{chapter}.ipynb?reset")
     page.wait_for_selector(".jp-Notebook .jp-Cell", state="attached", timeout=90_000)
     # The kernel has started once JupyterLab's server reports it idle. A kernel that starts
     # while the kernel list still loads may ask which kernel to use: the chapter's own.
@@ -188,7 +191,8 @@ def test_chapters_read_run_and_check_in_jupyterlab(lab: str) -> None:
             page.wait_for_timeout(1000)
             state = page.evaluate(READ_PAGE)
             page.screenshot(path=str(SHOTS / f"{chapter}.png"))
-            figure = page.locator(".jp-MarkdownCell figure:has(img)").first
+            figure = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) "
+                                  ".jp-MarkdownCell figure:has(img)").first
             if figure.count():  # a second screenshot at the chapter's first figure
                 figure.evaluate("node => node.scrollIntoView()")
                 page.wait_for_timeout(500)
