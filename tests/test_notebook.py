@@ -404,8 +404,8 @@ def test_sweep_holds_a_run_to_its_interval(tmp_path):
     assert not sweep.check(ev, "above", "near", hi + 0.01)
     assert not sweep.check(ev, "inside but false", "near", 0.85, holds=False)
     assert [ok for _, ok, _ in ev.claims] == [True, False, False, False]
-    assert ev.claims[0][2] == f"this run {(lo + hi) / 2:.2f}; 5 runs: mean 0.85, interval " \
-                              f"{lo:.2f} to {hi:.2f}"
+    assert ev.claims[0][2] == (f"decided by 5 runs: mean 0.85; this run {(lo + hi) / 2:.2f} "
+                               f"(sanity range for one run: {lo:.2f} to {hi:.2f})")
     # the verdict: mean 0.85, SE 0.0354, one-sided t(0.95, 4) = 2.132 -> margin 0.0754
     assert sweep.mean_beyond("near", above=0.774) and not sweep.mean_beyond("near", above=0.776)
     assert sweep.mean_beyond("near", below=0.926) and not sweep.mean_beyond("near", below=0.924)
@@ -419,7 +419,8 @@ def test_sweep_holds_a_run_to_its_interval(tmp_path):
     ev = Evidence()
     Sweep(logs, alpha=0.05).check(ev, "log scale", "log_gap", -5.0, fmt="10^")
     Sweep(logs).check(ev, "wide", "log_gap", -5.0, fmt="10^")  # no overflow at 10^(+-1000)
-    assert ev.claims[0][2].startswith("this run 1e-05; 3 runs: geometric mean 1e-05, interval ")
+    assert ev.claims[0][2].startswith("decided by 3 runs: geometric mean 1e-05; this run 1e-05 "
+                                      "(sanity range for one run: ")
     with pytest.raises(KeyError, match="no quantity 'far'"):
         sweep.values("far")
     with pytest.raises(FileNotFoundError, match="missing.json, but it does not exist"):
