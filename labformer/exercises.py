@@ -469,15 +469,51 @@ def check(name: str, attempt: Any, *, lang: str | None = None, quiet: bool = Fal
             _GRADERS[name](attempt, counter)
     except NotImplementedError:
         if not quiet:
-            print(_text(chosen, "not_attempted", name=name))
+            _say(chosen, "not_attempted", name=name)
         return False
     except _Fail as fail:
         raise _word(fail, name, chosen) from None
     finally:
         _LANG.reset(token)
     if not quiet:
-        print(_text(chosen, "ok", name=name, n=counter[0]))
+        _say(chosen, "ok", name=name, n=counter[0])
     return True
+
+
+class GraderLine:
+    """The line ``check`` shows: plain text, and in a notebook an HTML span that names its
+    message id and fields, so that the book's Chinese edition, built from the notebooks run
+    once in English, shows the same line from the Chinese catalogue (book/_ext/claims.py)."""
+
+    def __init__(self, lang: str, key: str, **fields: Any) -> None:
+        self.lang, self.key, self.fields = lang, key, fields
+        self.text = _text(lang, key, **fields)
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def _repr_html_(self) -> str:
+        import html
+        import json
+
+        data = html.escape(json.dumps(self.fields, ensure_ascii=False, sort_keys=True))
+        return (f'<p><span class="lf-grader" data-key="{self.key}" data-fields="{data}">'
+                f"{html.escape(self.text, quote=False)}</span></p>")
+
+
+def _say(lang: str, key: str, **fields: Any) -> None:
+    """Print the grader's line; in IPython, display it (text and the translatable HTML)."""
+    line = GraderLine(lang, key, **fields)
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython comes with the book's requirements
+        get_ipython = None  # noqa: N806
+    if get_ipython is not None and get_ipython() is not None:
+        from IPython.display import display
+
+        display(line)  # type: ignore[no-untyped-call]
+    else:
+        print(line.text)
 
 
 # ---------------------------------------------------------------------------------- helpers

@@ -112,6 +112,27 @@ def translate_body(body: str, table: dict[str, str], missing: list[str] | None =
     return TABLE.sub(lambda t: CELL.sub(cell, t.group(0)), body)
 
 
+#: A grader's line (labformer.exercises.GraderLine): its message id and fields, in English.
+GRADER = re.compile(r'<span class="lf-grader" data-key="([^"]+)" data-fields="([^"]*)">'
+                    r'(.*?)</span>', re.S)
+
+
+def translate_graders(body: str) -> str:
+    """A page's HTML with every grader line worded from the Chinese catalogue of
+    labformer.exercises (the same message id and fields as the English line)."""
+    from labformer.exercises import MESSAGES
+
+    def one(match: re.Match[str]) -> str:
+        key, fields = match.group(1), json.loads(html.unescape(match.group(2)))
+        if key not in MESSAGES["zh"]:
+            return match.group(0)
+        shown = html.escape(MESSAGES["zh"][key].format(**fields), quote=False)
+        return (f'<span class="lf-grader" data-key="{key}" data-fields="{match.group(2)}" '
+                f'lang="zh-CN">{shown}</span>')
+
+    return GRADER.sub(one, body)
+
+
 def table_cells(text: str) -> list[str]:
     """The texts with words of a page's table cells, in order."""
     return [plain for t in TABLE.findall(text) for _, _, inner in CELL.findall(t)
@@ -202,7 +223,8 @@ def setup(app: Any) -> dict[str, Any]:
         if "table" not in state:
             state["table"] = load()
         missing: list[str] = []
-        context["body"] = translate_body(context["body"], state["table"], missing)
+        context["body"] = translate_graders(translate_body(context["body"], state["table"],
+                                                           missing))
         for english in missing:
             print(f"labformer claims: no Chinese for {english[:80]!r} on {pagename} "
                   "(python book/_ext/claims.py extract, then translate)", file=sys.stderr)
