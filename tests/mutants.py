@@ -270,7 +270,8 @@ def first_failure(output: str) -> str:
         if ln.startswith("ClaimFailed: "):  # "ClaimFailed: 1 of 5 claims ...", then "- claim"
             claims = [c[2:] for c in lines[i + 1:] if c.startswith("- ")]
             return (claims[0] if claims else ln)[:200]
-    for pattern in (r"^[A-Za-z_.]*(Error|Exception|Failed|Interrupt)\b: .*",
+    for pattern in (r"^(?:[A-Za-z_]+\.)*Mismatch: .*",  # a grader rejected a solution
+                    r"^[A-Za-z_.]*(Error|Exception|Failed|Interrupt)\b: .*",
                     r"\b[A-Za-z_.]*(Error|Exception)\b.*"):
         for ln in lines:
             hit = re.search(pattern, ln)
