@@ -134,7 +134,10 @@ def trained_translator(corpus: Corpus, seed: int, *,
             run = _read(folder)
             os.utime(folder)
             if echo is not None:
-                echo(f"(the run of seed {seed} for this code version, read from {folder})")
+                # the folder's name, not its path: a page must not show the building
+                # machine's home directory (labformer.runs.cache_folder says where it is)
+                echo(f"(the run of seed {seed} for this code version, read from the run cache: "
+                     f"{folder.name})")
                 for line in run.log:
                     echo(line)
             return run
