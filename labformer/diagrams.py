@@ -38,10 +38,12 @@ __all__ = [
     "ablation_map",
     "attention_walk",
     "beam_step",
+    "block_map",
     "bottleneck",
     "carry_numbers",
     "clock_hands",
     "decoding_modes",
+    "decoder_only",
     "has_chinese",
     "intro_map",
     "matrix_product",
@@ -1511,6 +1513,150 @@ def beam_step(prefixes: Sequence[tuple[Sequence[str], float]],
         d.text(xo, y + 19, names[what], anchor="start", kind="outcome", size=13,
                colour=INK if what != "dropped" else MUTED)
     return d
+
+
+#: The sublayers of :func:`decoder_only`, by kind: their labels in both editions.
+SUBLAYER_NAMES: dict[str, Label] = {
+    "self_attn": Label("self-attention", "自注意力"),
+    "masked_attn": Label("masked self-attention", "带掩码的自注意力"),
+    "cross_attn": Label("cross-attention", "交叉注意力"),
+    "ffn": Label("feed-forward network", "前馈网络"),
+}
+
+
+def decoder_only(encoder: Sequence[str], decoder: Sequence[str], lm: Sequence[str],
+                 shapes: dict[str, str]) -> Diagram:
+    """The translator's encoder and decoder layers beside a language model's layer.
+
+    ``encoder``, ``decoder``, ``lm``: the sublayer kinds each layer runs, bottom to top
+    (:data:`SUBLAYER_NAMES`: ``self_attn``, ``masked_attn``, ``cross_attn``, ``ffn``). The
+    language model's sublayers must be the decoder's with some left out: each one left out is
+    drawn in its row as a dashed box (class ``removed``). ``shapes``: the shapes written at
+    the inputs and outputs (``src``, ``memory``, ``tgt``, ``logits``, ``text``,
+    ``lm_logits``). A column's sublayers are texts of class ``step-encoder``,
+    ``step-decoder``, ``step-lm``, bottom to top.
+    """
+    for kind in list(encoder) + list(decoder) + list(lm):
+        if kind not in SUBLAYER_NAMES:
+            raise ValueError(f"unknown sublayer {kind!r}; known: {sorted(SUBLAYER_NAMES)}")
+    rows_lm: list[str | None] = []
+    rest = list(lm)
+    for kind in decoder:  # the decoder's rows: the language model keeps some, in order
+        if rest and rest[0] == kind:
+            rows_lm.append(rest.pop(0))
+        else:
+            rows_lm.append(None)
+    if rest:
+        raise ValueError(f"the language model's sublayers {list(lm)} are not the decoder's "
+                         f"{list(decoder)} with some left out")
+    removed = [k for k, kept in zip(decoder, rows_lm, strict=True) if kept is None]
+    bw, bh, gap, x0 = 196.0, 30.0, 10.0, 8.0
+    n_rows = max(len(encoder), len(decoder))
+    layer_h = n_rows * (bh + gap) + gap + 22
+    top, bottom = 64.0, 50.0
+    height = top + layer_h + bottom
+    layer_y = top
+    d = Diagram(MAX_WIDTH, height, Label(
+        f"Three layers side by side, read from the bottom. The translator's encoder layer "
+        f"runs {len(encoder)} sublayers and its decoder layer {len(decoder)}, the second of "
+        "which, cross-attention, reads the encoder's output. The language model's layer is "
+        f"the decoder layer with {', '.join(SUBLAYER_NAMES[k].en for k in removed)} removed: "
+        f"{len(lm)} sublayers, and no encoder at all.",
+        f"三个层并排画出，从下往上读。翻译器的编码器层有 {len(encoder)} 个子层，解码器层有 "
+        f"{len(decoder)} 个，其中第二个是交叉注意力，读取编码器的输出。语言模型的层就是去掉了"
+        f"{'、'.join(SUBLAYER_NAMES[k].text('zh') for k in removed)}的解码器层：只有 "
+        f"{len(lm)} 个子层，也根本没有编码器。"))
+    columns: tuple[tuple[str, Label, Sequence[str | None], Label, Label], ...] = (
+        ("encoder", Label("translator: encoder", "翻译器：编码器"), list(encoder),
+         Label(f"source ids {shapes['src']}", f"源句 id {shapes['src']}"),
+         Label(f"memory {shapes['memory']}", f"记忆 {shapes['memory']}")),
+        ("decoder", Label("translator: decoder", "翻译器：解码器"), list(decoder),
+         Label(f"target prefix {shapes['tgt']}", f"目标前缀 {shapes['tgt']}"),
+         Label(f"logits {shapes['logits']}", f"logits {shapes['logits']}")),
+        ("lm", Label("language model", "语言模型"), rows_lm,
+         Label(f"text ids {shapes['text']}", f"文本 id {shapes['text']}"),
+         Label(f"logits {shapes['lm_logits']}", f"logits {shapes['lm_logits']}")),
+    )
+    roles = {"self_attn": "query", "masked_attn": "query", "cross_attn": "key", "ffn": "hidden"}
+    cross_rows: list[float] = []
+    for c, (name, title, kinds, below, above) in enumerate(columns):
+        x = x0 + c * (bw + 16)
+        d.text(x + bw / 2, 18, title, kind="title", bold=True)
+        d.text(x + bw / 2, 40, above, kind="shape", colour=MUTED, size=13)
+        d.arrow(x + bw / 2, layer_y - 2, x + bw / 2, 46)
+        d.box(x, layer_y, bw, layer_h, role="neutral", dashed=True)
+        d.text(x + 8, layer_y + 17, Label("layer × N", "层 × N"), anchor="start",
+               kind="layer", size=13, colour=MUTED)
+        for r, sub in enumerate(kinds):
+            y = layer_y + layer_h - gap - (r + 1) * (bh + gap) + gap
+            if sub is None:
+                gone = decoder[r]
+                d.box(x + 10, y, bw - 20, bh, role="neutral", dashed=True)
+                d.text(x + bw / 2, y + bh / 2 + 5, Label(
+                    f"no {SUBLAYER_NAMES[gone].en}", f"去掉{SUBLAYER_NAMES[gone].text('zh')}"),
+                    kind="removed", size=13, colour=MUTED)
+                continue
+            d.box(x + 10, y, bw - 20, bh, SUBLAYER_NAMES[sub], role=roles[sub], size=13,
+                  kind=f"step-{name}")
+            if sub == "cross_attn":
+                cross_rows.append(y + bh / 2)
+        d.arrow(x + bw / 2, height - 26, x + bw / 2, layer_y + layer_h + 2)
+        d.text(x + bw / 2, height - 8, below, kind="shape", colour=MUTED, size=13)
+    for cy in cross_rows:  # the encoder's memory feeds the decoder's cross-attention
+        d.arrow(x0 + bw / 2 + 40, 46, x0 + bw + 16 + 8, cy, colour=ROLE_COLOURS["key"])
+    return d
+
+
+def block_map(rows: Sequence[tuple[Label, Sequence[Label | str], Sequence[Label | str],
+                                   Sequence[Label | str]]]) -> Diagram:
+    """Each part of the 2017 block beside the same part of the modern block and its name in
+    LLaMA-style open models. ``rows``: (part, 2017 lines, modern lines, open-model lines);
+    each cell is one to three lines. Texts of class ``part``, ``old``, ``new`` and ``open``,
+    row by row and line by line, so that a chapter reads back what it drew."""
+    if not rows:
+        raise ValueError("a block map needs at least one part")
+    bw, gapx, line, x0 = 196.0, 20.0, 17.0, 6.0
+    heights = [max(len(old), len(new), len(open_)) * line + 12 for _, old, new, open_ in rows]
+    height = 44 + sum(h + 30 for h in heights)
+    for _, *cells in rows:
+        for lines in cells:
+            if not 1 <= len(lines) <= 3:
+                raise ValueError(f"a cell holds one to three lines, got {len(lines)}")
+            for text in lines:
+                for lang in ("en", "zh"):
+                    if _width(_label(text).text(lang), 13) > bw - 12:
+                        raise ValueError(f"{_label(text).text(lang)!r} is too wide for a "
+                                         "cell")
+    d = Diagram(MAX_WIDTH, height, Label(
+        f"{len(rows)} parts of a Transformer block, one row each: on the left as the 2017 "
+        "paper built them, in the middle as this chapter's modern block builds them (with the "
+        "switch of LanguageModel that turns each on), on the right the name the same part "
+        "has in LLaMA-style open models.",
+        f"Transformer 块的 {len(rows)} 个部分，每行一个：左边是 2017 年论文的做法，中间是本章"
+        "现代块的做法（附上 LanguageModel 中打开它的开关），右边是同一部分在 LLaMA 式开放模型"
+        "中的名字。"))
+    heads = (Label("2017 block", "2017 年的块"), Label("modern block (labformer)",
+                                                      "现代块（labformer）"),
+             Label("LLaMA-style open model", "LLaMA 式开放模型"))
+    roles = ("neutral", "query", "output")
+    for c, head in enumerate(heads):
+        d.text(x0 + c * (bw + gapx) + bw / 2, 18, head, kind="title", bold=True)
+    y = 36.0
+    for (part, *cells), h in zip(rows, heights, strict=True):
+        d.text(x0, y + 14, part, anchor="start", kind="part", size=13, bold=True, colour=MUTED)
+        y += 22
+        for c, (lines, kind) in enumerate(zip(cells, ("old", "new", "open"), strict=True)):
+            x = x0 + c * (bw + gapx)
+            d.box(x, y, bw, h, role=roles[c])
+            for k, text in enumerate(lines):  # the lines centred in the box
+                d.text(x + bw / 2, y + h / 2 + (k - (len(lines) - 1) / 2) * line + 5, text,
+                       kind=kind, size=13)
+        d.arrow(x0 + bw + 2, y + h / 2, x0 + bw + gapx - 2, y + h / 2)
+        d.arrow(x0 + 2 * bw + gapx + 2, y + h / 2, x0 + 2 * bw + 2 * gapx - 2, y + h / 2,
+                dashed=True)
+        y += h + 8
+    return d
+
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -46,6 +46,12 @@ The attempts, by name (:data:`NAMES`); a plain function or an ``nn.Module`` clas
   ``sublayer1.norm.weight``, ...; the decoder adds ``cross_attn`` and ``sublayer3``), so that
   ``load_state_dict`` copies labformer's weights in. Called as ``layer(x, mask=...)`` and
   ``layer(x, memory, tgt_mask=..., memory_mask=...)``, in eval mode.
+* ``"lm_causal_mask"``: ``f(T, offset) -> bool (T, offset + T)``: the mask of a language
+  model's self-attention when ``T`` new tokens follow ``offset`` cached ones; row i is position
+  ``offset + i`` and may attend to positions ``0..offset + i``.
+* ``"top_k_filter"``: ``f(logits, k) -> probabilities (..., V)`` for logits ``(..., V)``: the
+  softmax restricted to the ``k`` largest logits of each row and renormalised, exactly 0
+  elsewhere; equal logits rank the smaller token id first (as ``argmax``).
 
 Results may come back as lists or tuples where ids are asked for, and as tensors of any
 floating dtype; values are compared within float32 tolerance.
@@ -86,6 +92,8 @@ NAMES: tuple[str, ...] = (
     "beam_search",
     "encoder_layer",
     "decoder_layer",
+    "lm_causal_mask",
+    "top_k_filter",
 )
 
 _EN: dict[str, str] = {
@@ -205,6 +213,23 @@ _EN: dict[str, str] = {
                               "weights: x = norm1(x + self_attn(x)), x = norm2(x + "
                               "cross_attn(x, memory)), then norm3(x + ffn(x))."),
     # the words inside the input / expected / got lines
+    # lm_causal_mask
+    "lm_causal_mask.causal": ("row i is position offset + i: it may attend to positions "
+                              "0..offset + i (True), not to the later ones (False)."),
+    "lm_causal_mask.offset": ("the T new tokens come after the offset cached ones: row i is "
+                              "position offset + i, so the mask is the last T rows of the "
+                              "causal mask of offset + T positions, not its first T."),
+    # top_k_filter
+    "top_k_filter.sums_to_one": ("the probabilities of each row should sum to 1: after "
+                                 "keeping k tokens, renormalise over them."),
+    "top_k_filter.count": ("exactly k tokens of each row should keep a probability above 0; "
+                           "the others get exactly 0 (their logits set to -inf, not to 0)."),
+    "top_k_filter.most_probable": ("the tokens kept should be the k with the largest logits "
+                                   "of their row."),
+    "top_k_filter.ties": ("where equal logits compete for the last place, the smaller token "
+                          "id should win, as argmax does."),
+    "top_k_filter.matches": ("each kept token's probability should be the softmax over the "
+                             "kept logits: exp(logit) / sum of exp over the k kept."),
     "d.first_values": "shape {shape}, first values [{head}, ...]",
     "d.kind.causal": "causal",
     "d.kind.padding": "padding",
@@ -255,6 +280,9 @@ _EN: dict[str, str] = {
     "d.extended": " (and it extended {ids}, which the beam drops)",
     "d.param_shapes": "the shapes of labformer's parameters",
     "d.every_sublayer": "every sublayer",
+    "d.kept": "kept tokens {ids}",
+    "d.kept_count": "row {row}: {n} kept",
+    "d.row_sum": "row {row} sums to {total}",
 }
 
 _ZH: dict[str, str] = {
@@ -338,6 +366,20 @@ _ZH: dict[str, str] = {
     "decoder_layer.matches": ("输出应与权重相同的 labformer DecoderLayer 相同："
                               "x = norm1(x + self_attn(x))，x = norm2(x + cross_attn(x, memory))，"
                               "然后 norm3(x + ffn(x))。"),
+    "lm_causal_mask.causal": ("第 i 行是位置 offset + i：它可以关注位置 0..offset + i（True），"
+                              "不能关注之后的位置（False）。"),
+    "lm_causal_mask.offset": ("T 个新词元排在 offset 个已缓存的词元之后：第 i 行是位置 "
+                              "offset + i，所以掩码是 offset + T 个位置的因果掩码的最后 T 行，"
+                              "而不是前 T 行。"),
+    "top_k_filter.sums_to_one": ("每一行的概率之和应为 1：保留 k 个词元之后，"
+                                 "要在它们上面重新归一化。"),
+    "top_k_filter.count": ("每一行应恰好有 k 个词元的概率大于 0；其余词元的概率恰好为 0"
+                           "（把它们的 logit 设为 -inf，而不是 0）。"),
+    "top_k_filter.most_probable": "保留下来的应是该行 logit 最大的 k 个词元。",
+    "top_k_filter.ties": ("几个相等的 logit 争最后一个名额时，应保留 id 较小的词元，"
+                          "与 argmax 一样。"),
+    "top_k_filter.matches": ("每个保留词元的概率应是在保留的 logit 上做的 softmax："
+                             "exp(logit) 除以保留的 k 个 exp 之和。"),
     "d.first_values": "形状 {shape}，前几个值 [{head}, ...]",
     "d.kind.causal": "因果",
     "d.kind.padding": "填充",
@@ -388,6 +430,9 @@ _ZH: dict[str, str] = {
     "d.extended": "（并且扩展了束会丢弃的 {ids}）",
     "d.param_shapes": "与 labformer 参数相同的形状",
     "d.every_sublayer": "所有子层",
+    "d.kept": "保留的词元 {ids}",
+    "d.kept_count": "第 {row} 行保留了 {n} 个词元",
+    "d.row_sum": "第 {row} 行之和为 {total}",
 }
 
 MESSAGES: dict[str, dict[str, str]] = {"en": _EN, "zh": _ZH}
@@ -1220,6 +1265,63 @@ def _grade_decoder_layer(cls: Any, n: list[int]) -> None:
         n[0] += 3
 
 
+# ----------------------------------------------------------------------- the language model
+
+
+def _grade_lm_causal_mask(f: Any, n: list[int]) -> None:
+    from .masks import causal_mask
+
+    for size, offset in ((1, 0), (3, 0), (4, 2), (1, 5), (2, 3), (5, 1), (3, 4)):
+        inp = f"T = {size}, offset = {offset}"
+        out = _bool_result(f, (size, offset), (size, offset + size), inp)
+        expected = causal_mask(offset + size)[offset:]
+        n[0] += 3
+        if not torch.equal(out, expected):
+            prop = "offset" if offset and torch.equal(out, causal_mask(offset + size)[:size]) \
+                else "causal"
+            raise _Fail(prop, inp, _show(expected), _show(out))
+
+
+def _grade_top_k_filter(f: Any, n: list[int]) -> None:
+    from .sampling import next_token_probs
+
+    # (leading dims, V, k, kind): a tie at the last place, large logits, k = V, k = 1
+    cases: list[tuple[tuple[int, ...], int, int, str]] = [
+        ((), 5, 2, "random"), ((2,), 6, 1, "random"), ((3,), 8, 3, "random"),
+        ((2, 2), 7, 7, "random"), ((), 6, 2, "tie"), ((2,), 9, 4, "large"),
+        ((3,), 5, 4, "tie"),
+    ]
+    for seed, (lead, vocab, k, kind) in enumerate(cases):
+        g = torch.Generator().manual_seed(1000 + seed)
+        logits = _randn(g, *lead, vocab, scale=50.0 if kind == "large" else 2.0)
+        if kind == "tie":  # the k-th and (k+1)-th largest are equal, at ids in either order
+            flat = logits.reshape(-1, vocab)
+            for row in flat:
+                order = row.argsort(descending=True)
+                row[order[k]] = row[order[k - 1]]
+        inp = f"logits = {_show(logits)}, k = {k}"
+        out = _tensor(_call(f, logits, k, inp=inp), inp)
+        _check_shape(out, logits.shape, _t("the_output"), inp)
+        n[0] += 2
+        expected = next_token_probs(logits.double(), top_k=k)
+        got, want = out.double().reshape(-1, vocab), expected.reshape(-1, vocab)
+        for row, (o, e) in enumerate(zip(got, want, strict=True)):
+            if abs(float(o.sum()) - 1.0) > 1e-5:
+                raise _Fail("sums_to_one", inp, _t("row_sum", row=row, total=1),
+                            _t("row_sum", row=row, total=_num(float(o.sum()))))
+            kept = [int(i) for i in (o > 0).nonzero().flatten()]
+            wanted = [int(i) for i in (e > 0).nonzero().flatten()]
+            if len(kept) != len(wanted):
+                raise _Fail("count", inp, _t("kept_count", n=len(wanted), row=row),
+                            _t("kept_count", n=len(kept), row=row) + ": " + _show(o.float()))
+            if kept != wanted:
+                raise _Fail("ties" if kind == "tie" else "most_probable", inp,
+                            _t("kept", ids=wanted), _t("kept", ids=kept))
+        n[0] += 3
+        _compare("matches", out, expected, inp, "probs", atol=1e-5)
+        n[0] += 1
+
+
 _GRADERS: dict[str, Callable[[Any, list[int]], None]] = {
     "attention": _grade_attention,
     "causal_mask": _grade_causal_mask,
@@ -1232,5 +1334,7 @@ _GRADERS: dict[str, Callable[[Any, list[int]], None]] = {
     "beam_search": _grade_beam_search,
     "encoder_layer": _grade_encoder_layer,
     "decoder_layer": _grade_decoder_layer,
+    "lm_causal_mask": _grade_lm_causal_mask,
+    "top_k_filter": _grade_top_k_filter,
 }
 assert tuple(_GRADERS) == NAMES

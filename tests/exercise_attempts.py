@@ -618,6 +618,73 @@ class DecoderIgnoresMemoryMask(Decoder):
     use_memory_mask = False
 
 
+# ------------------------------------------------------------------------ the language model
+
+
+def lm_causal_mask(T: int, offset: int) -> Tensor:
+    # row i is position offset + i: columns 0..offset + i
+    return torch.ones(T, offset + T, dtype=torch.bool).tril(offset)
+
+
+def lm_causal_mask_first_rows(T: int, offset: int) -> Tensor:
+    return torch.ones(offset + T, offset + T, dtype=torch.bool).tril()[:T]
+
+
+def lm_causal_mask_off_by_one(T: int, offset: int) -> Tensor:
+    return torch.ones(T, offset + T, dtype=torch.bool).tril(offset + 1)
+
+
+def lm_causal_mask_no_offset(T: int, offset: int) -> Tensor:
+    return torch.ones(T, T, dtype=torch.bool).tril()
+
+
+def lm_causal_mask_upper(T: int, offset: int) -> Tensor:
+    return torch.ones(T, offset + T, dtype=torch.bool).triu(offset)
+
+
+def _ranked(logits: Tensor) -> Tensor:
+    """Token ids by logit, largest first; equal logits: the smaller id first."""
+    return torch.sort(logits, dim=-1, descending=True, stable=True).indices
+
+
+def _keep(logits: Tensor, ids: Tensor) -> Tensor:
+    keep = torch.zeros_like(logits, dtype=torch.bool).scatter(-1, ids, True)
+    return logits.masked_fill(~keep, float("-inf")).softmax(-1)
+
+
+def top_k_filter(logits: Tensor, k: int) -> Tensor:
+    return _keep(logits, _ranked(logits)[..., :k])
+
+
+def top_k_filter_k_plus_one(logits: Tensor, k: int) -> Tensor:
+    return _keep(logits, _ranked(logits)[..., :k + 1])
+
+
+def top_k_filter_not_renormalised(logits: Tensor, k: int) -> Tensor:
+    probs = logits.softmax(-1)
+    keep = torch.zeros_like(probs, dtype=torch.bool).scatter(-1, _ranked(logits)[..., :k], True)
+    return probs * keep
+
+
+def top_k_filter_least_probable(logits: Tensor, k: int) -> Tensor:
+    return _keep(logits, _ranked(-logits)[..., :k])
+
+
+def top_k_filter_zero_logits(logits: Tensor, k: int) -> Tensor:
+    keep = torch.zeros_like(logits, dtype=torch.bool).scatter(-1, _ranked(logits)[..., :k], True)
+    return logits.masked_fill(~keep, 0.0).softmax(-1)  # 0 is not -inf
+
+
+def top_k_filter_larger_id_first(logits: Tensor, k: int) -> Tensor:
+    flipped = _ranked(logits.flip(-1))[..., :k]  # ties: the larger id first
+    return _keep(logits, logits.shape[-1] - 1 - flipped)
+
+
+def top_k_filter_ties_kept(logits: Tensor, k: int) -> Tensor:
+    kth = logits.topk(k, dim=-1).values[..., -1:]
+    return logits.masked_fill(logits < kth, float("-inf")).softmax(-1)
+
+
 # ------------------------------------------------------------------------------- the lists
 
 
@@ -633,6 +700,8 @@ RIGHT: dict[str, Any] = {
     "beam_search": beam_search,
     "encoder_layer": Encoder,
     "decoder_layer": Decoder,
+    "lm_causal_mask": lm_causal_mask,
+    "top_k_filter": top_k_filter,
 }
 
 
@@ -742,4 +811,21 @@ WRONG: list[Wrong] = [
           "decoder_layer.matches"),
     Wrong("decoder_layer", "memory_mask ignored", DecoderIgnoresMemoryMask,
           "decoder_layer.memory_mask"),
+    Wrong("lm_causal_mask", "the first T rows, not the last", lm_causal_mask_first_rows,
+          "lm_causal_mask.offset"),
+    Wrong("lm_causal_mask", "off by one: each position sees the next", lm_causal_mask_off_by_one,
+          "lm_causal_mask.causal"),
+    Wrong("lm_causal_mask", "the cached positions left out", lm_causal_mask_no_offset, "shape"),
+    Wrong("lm_causal_mask", "upper triangle", lm_causal_mask_upper, "lm_causal_mask.causal"),
+    Wrong("top_k_filter", "keeps k + 1 tokens", top_k_filter_k_plus_one, "top_k_filter.count"),
+    Wrong("top_k_filter", "not renormalised", top_k_filter_not_renormalised,
+          "top_k_filter.sums_to_one"),
+    Wrong("top_k_filter", "keeps the k least probable", top_k_filter_least_probable,
+          "top_k_filter.most_probable"),
+    Wrong("top_k_filter", "dropped logits set to 0, not -inf", top_k_filter_zero_logits,
+          "top_k_filter.count"),
+    Wrong("top_k_filter", "ties broken towards the larger id", top_k_filter_larger_id_first,
+          "top_k_filter.ties"),
+    Wrong("top_k_filter", "every token tied with the k-th kept", top_k_filter_ties_kept,
+          "top_k_filter.count"),
 ]

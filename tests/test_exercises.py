@@ -25,7 +25,8 @@ import exercise_attempts as attempts  # noqa: E402
 
 ISSUE_NAMES = ("attention", "causal_mask", "padding_mask", "sinusoidal_positions", "layer_norm",
                "multi_head_attention", "label_smoothed_cross_entropy", "greedy_decode",
-               "beam_search", "encoder_layer", "decoder_layer")
+               "beam_search", "encoder_layer", "decoder_layer", "lm_causal_mask",
+               "top_k_filter")
 
 
 def _mismatch(name: str, attempt: Any, lang: str | None = None) -> exercises.Mismatch:
