@@ -20,8 +20,13 @@ name it invents another. This module puts placeholders around the model, in thre
 
 Numbers are matched by order within their kind (clock times, other numbers): French and
 English write the numbers of a sentence in the same order. What cannot be put back (the
-model wrote fewer numbers than the source has, or dropped a placeholder) is listed in
-:attr:`Carried.lost`.
+model wrote fewer numbers than the source has, or dropped a placeholder, or left out a word
+it copies, a name it knows such as ``Lyon``) is listed in :attr:`Carried.lost`.
+
+The book's live translator page (``book/_static/labformer-live.js``) does all of this in the
+browser, each piece under the name of the function here it mirrors; :meth:`Carry.tables` is
+what it reads from the model file, and ``tests/test_live.py`` checks that both give the same
+translations and warnings.
 """
 
 from __future__ import annotations
@@ -142,6 +147,9 @@ class Prepared:
     unknown: list[str] = field(default_factory=list)  # left as UNK (no placeholder)
     added_stop: str | None = None  # final punctuation added to the source
     kept: list[str] = field(default_factory=list)  # names of the source the output must hold
+    # (source word, as the model reads it) for each word the model copies (a name it knows,
+    # "Lyon"; a word spelt alike in both languages): the output must hold it
+    copied: list[tuple[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what the reader should check
 
 
@@ -201,6 +209,16 @@ class Carry:
         self.decimal_comma = src_text.lang == "fr" or any("," in t for t in self.numbers)
         self.ordinals = [(int(m.group(1)), t) for t in words if (m := _ORDINAL.fullmatch(t))]
         self.name_set = frozenset(n for n in self.names if n[:1].isupper())
+        self.copyable = frozenset(self.names)
+
+    def tables(self) -> dict[str, object]:
+        """What this class reads off the vocabularies, as JSON-able data: the live page's copy
+        (``labformer.export`` writes it into the model file; the page computes nothing of it)."""
+        return {"numbers": list(self.numbers), "names": list(self.names),
+                "clocks": [[hour, minute] for hour, minute in self.clocks],
+                "decimal_comma": self.decimal_comma,
+                "ordinals": [[value, token] for value, token in self.ordinals],
+                "name_set": sorted(self.name_set)}
 
     @classmethod
     def of(cls, translator: Translator, enabled: bool = True, crop: int | None = None
@@ -282,6 +300,8 @@ class Carry:
             if word in self.src_vocab and not first and not shouting \
                     and token[:1].isupper() and token.isalpha() and token in self.tgt_vocab:
                 prepared.kept.append(token)  # a name the model knows: it must come back
+            if word in self.copyable:
+                prepared.copied.append((token, word))  # a word the model writes as it reads
             if word not in self.src_vocab and any(c.isalnum() for c in word):
                 if token not in copies:
                     placeholder = next(names, None)
@@ -450,6 +470,7 @@ class Carry:
                 lost.append(word)
         lost += [g.clock(None)[0] for g in times] + [g.text for g in numbers + ordinals]
         lost += self._keep_names(prepared, out)
+        lost += self._dropped(prepared, out)
         if prepared.added_stop and out and out[-1] == prepared.added_stop:
             out.pop()
         text = self.tgt_text.detokenize(out) if out != tokens else output
@@ -473,6 +494,17 @@ class Carry:
             out[foreign[0]] = missing[0]
             return []
         return missing
+
+    @staticmethod
+    def _dropped(prepared: Prepared, out: list[str]) -> list[str]:
+        """Words of the source the model copies (a name it knows, a word spelt alike in both
+        vocabularies) that the output lacks, in any case: "Pierre et Marie visitent Lyon." ->
+        "et pierre visit et marie." left out Lyon. Names that :meth:`_keep_names` handles
+        are not named again."""
+        written = {t.lower() for t in out}
+        kept = set(prepared.kept)
+        return list(dict.fromkeys(token for token, word in prepared.copied
+                                  if token not in kept and word.lower() not in written))
 
 
 def translate_carried(translator: Translator, sentences: Sequence[str],

@@ -255,3 +255,65 @@ def test_flags_are_counted_on_wrong_and_right_translations(monkeypatch, carry):
     assert math.isnan(FlagCounts(3, 0, 0, 0).caught) and math.isnan(FlagCounts(3, 3, 3, 0).lift)
     with pytest.raises(ValueError, match="at least one"):
         count_flags(Model(), [])  # type: ignore[arg-type]
+
+
+# ------------------------------------------------- a word the model copies, left out of the output
+
+LYON_SRC = "et visitent lyon paris table .".split()  # the generated corpus's words: lower case
+LYON_TGT = "and visit lyon paris table .".split()
+
+
+@pytest.fixture(scope="module")
+def lyon() -> Carry:
+    return Carry(Vocab(LYON_SRC), Vocab(LYON_TGT), TextCodec("fr", "words"),
+                 TextCodec("en", "words"))
+
+
+def test_a_known_name_the_output_lacks_is_not_carried_over(lyon):
+    """'Pierre et Marie visitent Lyon.' -> 'et pierre visit et marie.': lyon, a word the model
+    writes as it reads it, is gone; named with what could not be carried over. Present in the
+    output, in any case, it is not named."""
+    p = lyon.prepare("Pierre et Marie visitent Lyon.")
+    assert p.names == {"paris": "pierre", "table": "marie"} and p.copied == [("lyon", "lyon")]
+    carried = lyon.restore(p, "et paris visit et table.")
+    assert carried.text == "et pierre visit et marie." and carried.lost == ("lyon",)
+    assert lyon.restore(p, "paris and table visit lyon.").lost == ()
+    cased = Carry(Vocab(["Lyon", "est", "belle", "."]), Vocab(["Lyon", "is", "beautiful", "."]),
+                  TextCodec("fr"), TextCodec("en"))
+    first = cased.prepare("Lyon est belle.")  # the first word: not a "kept" name
+    assert first.kept == [] and first.copied == [("Lyon", "Lyon")]
+    assert cased.restore(first, "It is beautiful.").lost == ("Lyon",)
+    assert cased.restore(first, "LYON is beautiful.").lost == ()
+
+
+class _LyonModel:
+    """A translator that drops lyon (and copies the placeholders), for assess and the CLI."""
+
+    src_vocab, tgt_vocab = Vocab(LYON_SRC), Vocab(LYON_TGT)
+    src_text, tgt_text = TextCodec("fr", "words"), TextCodec("en", "words")
+    max_source_tokens = 40
+
+    def translate_detailed(self, sources, beam=None):
+        return [Translation(s, "et paris visit et table.") for s in sources]
+
+
+def test_assess_flags_a_dropped_name_and_the_command_line_prints_it(monkeypatch, capsys, lyon):
+    import argparse
+
+    import labformer.carry as carry_module
+    from labformer.carry import assess
+    from labformer.cli.translate import _translate_lines
+
+    monkeypatch.setattr(carry_module, "token_scores", lambda t, sources, outputs: [
+        [-0.01] * 4 for _ in sources])  # the model sure of itself: only the lost word flags it
+    model = _LyonModel()
+    (carried,) = translate_carried(model, ["Pierre et Marie visitent Lyon."], carry=lyon)  # type: ignore[arg-type]
+    (verdict,) = assess(model, [carried])  # type: ignore[arg-type]
+    assert verdict.flagged and verdict.reasons == ("not carried over: lyon",)
+    args = argparse.Namespace(scores=True, beam=None, max_length=None)
+    assert _translate_lines(model, lyon, ["Pierre et Marie visitent Lyon."], 1, args,  # type: ignore[arg-type]
+                            "sentence") == 0
+    out, err = capsys.readouterr()
+    assert out.endswith("\tet pierre visit et marie.\n"), out
+    assert "sentence 1: not carried over to the translation: lyon" in err, err
+    assert "sentence 1 is likely wrong: not carried over: lyon" in err, err
