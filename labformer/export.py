@@ -6,7 +6,7 @@ global variable, so that a ``<script>`` tag reads it from a static server and fr
 directly (``file://``, where a browser fetches nothing else). The file holds::
 
     window.LABFORMER_LIVE_MODEL = {format, config, src_vocab, tgt_vocab, src_text, tgt_text,
-                                   dtype, tensors: [[name, shape, offset], ...],
+                                   carry, moses, dtype, tensors: [[name, shape, offset], ...],
                                    weights_sha256, data_sha256, data}
 
 ``data`` is every tensor of the model's state dict, little-endian float32 (exact: the page
@@ -17,6 +17,13 @@ the other, in base64; ``offset`` counts elements. ``weights_sha256`` identifies 
 it, and a page can. An export from a checkpoint checks the checkpoint's own checksum first.
 ``config`` is the model's :class:`~labformer.transformer.TransformerConfig`, ``src_text`` /
 ``tgt_text`` the :class:`~labformer.data.TextCodec` settings the page tokenises with.
+
+The page translates as ``labformer translate`` does (:mod:`labformer.carry`: sentences split,
+numbers, clock times and names carried over, the same warnings). ``carry`` is what
+:class:`~labformer.carry.Carry` reads off the vocabularies (:meth:`~labformer.carry.Carry.tables`),
+and ``moses`` holds, for each language a Moses codec tokenises, what sacremoses's tokenizer and
+detokenizer read from their data files (:func:`moses_tables`); ``{}`` when both codecs are
+``"words"``. Format 1 files (before these two) are refused: export them again.
 
 :func:`export_checkpoint` writes the file from a checkpoint on disk (``labformer export``);
 :func:`export_model` from a model in memory (the book). :func:`live_examples` and
@@ -37,6 +44,7 @@ from typing import Any
 
 import torch
 
+from .carry import Carry
 from .data import TextCodec, Vocab
 from .decoding import beam_search, greedy_decode
 from .multihead import record_attention
@@ -53,11 +61,12 @@ __all__ = [
     "live_examples",
     "live_widget_html",
     "model_payload",
+    "moses_tables",
     "model_script",
     "read_model_file",
 ]
 
-FORMAT = 1  # the payload's layout; the page refuses another
+FORMAT = 2  # the payload's layout; the page refuses another (2: carry and moses added)
 GLOBAL = "LABFORMER_LIVE_MODEL"  # the window property the file sets
 MODEL_FILE = "labformer-live-model.js"  # the file's name, the one the page asks for
 DTYPES = {"float32": torch.float32, "float16": torch.float16}
@@ -92,6 +101,7 @@ def model_payload(model: Transformer, src_vocab: Vocab, tgt_vocab: Vocab, *,
     src_text = src_text or TextCodec("fr", "words")
     tgt_text = tgt_text or TextCodec("en", "words")
     data = b"".join(chunks)
+    moses_langs = [c.lang for c in (src_text, tgt_text) if c.kind == "moses"]
     return {
         "format": FORMAT,
         "config": dataclasses.asdict(cfg),
@@ -99,6 +109,8 @@ def model_payload(model: Transformer, src_vocab: Vocab, tgt_vocab: Vocab, *,
         "tgt_vocab": list(tgt_vocab.itos),
         "src_text": src_text.to_dict(),
         "tgt_text": tgt_text.to_dict(),
+        "carry": Carry(src_vocab, tgt_vocab, src_text, tgt_text).tables(),
+        "moses": moses_tables(moses_langs),
         "dtype": dtype,
         "parameters": model.num_parameters(),
         "tensors": tensors,
@@ -106,6 +118,38 @@ def model_payload(model: Transformer, src_vocab: Vocab, tgt_vocab: Vocab, *,
         "data_sha256": hashlib.sha256(data).hexdigest(),
         "data": base64.b64encode(data).decode("ascii"),
     }
+
+
+def _ranges(chars: str) -> list[int]:
+    """The code points of ``chars`` as a flat list of inclusive ranges [start, end, ...]."""
+    flat: list[int] = []
+    for point in sorted(set(map(ord, chars))):
+        if flat and flat[-1] == point - 1:
+            flat[-1] = point
+        else:
+            flat += [point, point]
+    return flat
+
+
+def moses_tables(langs: Sequence[str]) -> dict[str, Any]:
+    """What sacremoses's MosesTokenizer and MosesDetokenizer read from their data files, for
+    each of ``langs``: the non-breaking prefixes ("M", "Dr", "p.m" ...: a full stop after them
+    is not split off) and the character classes of its rules (Perl's IsAlnum, IsAlpha, IsN,
+    IsLower; the detokenizer's IsAlpha and IsSc) as code-point ranges. The page's Moses
+    tokenizer is sacremoses's, rule by rule, with these tables; ``{}`` for no language."""
+    if not langs:
+        return {}
+    from sacremoses import MosesDetokenizer, MosesTokenizer
+
+    out: dict[str, Any] = {}
+    for lang in dict.fromkeys(langs):
+        tok, detok = MosesTokenizer(lang=lang), MosesDetokenizer(lang=lang)
+        out[lang] = {"prefixes": list(tok.NONBREAKING_PREFIXES),
+                     "numeric_only": list(tok.NUMERIC_ONLY_PREFIXES),
+                     "alnum": _ranges(tok.IsAlnum), "alpha": _ranges(tok.IsAlpha),
+                     "n": _ranges(tok.IsN), "lower": _ranges(tok.IsLower),
+                     "detok_alpha": _ranges(detok.IsAlpha), "sc": _ranges(detok.IsSc)}
+    return out
 
 
 def model_script(payload: dict[str, Any]) -> str:
@@ -170,8 +214,10 @@ def read_model_file(path: Path) -> dict[str, Any]:
         raise ValueError(f"{path} is a damaged labformer model file (its JSON breaks at "
                          f"character {e.pos})") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        raise ValueError(f"{path} is a labformer model file of another format (this version "
-                         f"reads format {FORMAT})")
+        found = payload.get("format") if isinstance(payload, dict) else None
+        raise ValueError(f"{path} is a labformer model file of another format (format {found}; "
+                         f"this version reads format {FORMAT}): export it again with "
+                         f"labformer export")
     if "data_sha256" in payload:
         try:
             data = base64.b64decode(payload.get("data", ""), validate=True)

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from labformer import cli
+from labformer.carry import Carry
 from labformer.data import TextCodec, Vocab, generate_corpus
 from labformer.export import (
     FORMAT,
@@ -25,6 +26,8 @@ from labformer.export import (
     live_widget_html,
     model_payload,
     model_script,
+    moses_tables,
+    read_model_file,
 )
 from labformer.train import weights_sha256
 from labformer.translate import Translator, build_model, train_translator
@@ -84,6 +87,44 @@ def test_the_file_holds_the_exact_weights(tmp_path: Path, vocabs: tuple[Vocab, V
     x, y = torch.tensor([[4, 5, 6, 2]]), torch.tensor([[1, 4, 5]])
     assert torch.equal(again.eval()(x, y), model.eval()(x, y))
     assert not list(tmp_path.glob(".*.tmp")), "a temporary file was left behind"
+
+
+def test_the_file_holds_what_the_page_translates_with(tmp_path: Path) -> None:
+    """The page translates as labformer translate: the file holds Carry's tables for its
+    vocabularies (numbers, names, clock times, ordinals) and, for a Moses codec, sacremoses's
+    non-breaking prefixes and character classes; a file of format 1 (without them) is refused
+    with what to do."""
+    src = Vocab(["Il", "est", "7", "h", "30", "Paris", "3e", "10,50", "."])
+    tgt = Vocab(["It", "'s", "7:30", "Paris", "3rd", "10.50", "."])
+    model = build_model(src, tgt, seed=0, **TINY)
+    words = model_payload(model, src, tgt)
+    assert words["moses"] == {}
+    assert words["carry"] == Carry(src, tgt, TextCodec("fr", "words"),
+                                   TextCodec("en", "words")).tables()
+    payload = model_payload(model, src, tgt, src_text=TextCodec("fr"), tgt_text=TextCodec("en"))
+    assert payload["carry"] == {"numbers": ["7", "30", "10,50"], "names": ["Paris"],
+                                "clocks": [[7, "30"]], "decimal_comma": True,
+                                "ordinals": [[3, "3e"]], "name_set": ["Paris"]}
+    assert set(payload["moses"]) == {"fr", "en"} and payload["moses"] == moses_tables(["fr", "en"])
+    fr = payload["moses"]["fr"]
+
+    def holds(ranges: list[int], char: str) -> bool:
+        return any(a <= ord(char) <= b for a, b in zip(ranges[::2], ranges[1::2], strict=True))
+
+    assert "M" in fr["prefixes"] and "Mr" in payload["moses"]["en"]["prefixes"]
+    assert payload["moses"]["en"]["numeric_only"] == ["No", "Art", "pp"]
+    assert holds(fr["alpha"], "é") and not holds(fr["alpha"], "7") and holds(fr["n"], "7")
+    assert holds(fr["lower"], "é") and not holds(fr["lower"], "É") and holds(fr["sc"], "€")
+    assert json.loads(json.dumps(payload)) == payload
+    (path,) = export_model(model, src, tgt, tmp_path, src_text=TextCodec("fr"),
+                           tgt_text=TextCodec("en"))
+    assert read_model_file(path)["carry"] == payload["carry"]
+    old = tmp_path / "old.js"
+    old.write_text(path.read_text(encoding="ascii").replace(f'"format":{FORMAT}', '"format":1'),
+                   encoding="ascii")
+    with pytest.raises(ValueError, match=r"another format \(format 1; this version reads "
+                                         r"format 2\): export it again with labformer export"):
+        read_model_file(old)
 
 
 def test_float16_halves_the_weights_and_rounds_each_once(tmp_path: Path,
