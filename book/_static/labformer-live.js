@@ -8,64 +8,290 @@
    the button: a <script> tag next to this file, so it loads from any static server and from
    files opened directly (file://); nothing is fetched from the network.
 
+   A sentence typed here is translated as `labformer translate` translates it (chapter 12,
+   labformer/carry.py): a line of several sentences sentence by sentence; numbers, clock times
+   and names the model never saw carried over through placeholders; the same warnings. Each
+   piece of that names the Python function it mirrors. When the model file is not the one the
+   page's examples were computed with (data-lf-weights-sha256), the page says so.
+
    Numbers are labformer's: the test tests/test_live.py runs this file in Chromium against
    PyTorch on the same checkpoint (logits, attention weights, greedy and beam outputs,
-   tokenisation). window.labformerLive exposes the pieces it calls. */
+   tokenisation, and the command line's translations and warnings on tests/data/
+   live_parity.txt). window.labformerLive exposes the pieces it calls. */
 (function () {
   "use strict";
 
   var GLOBAL = "LABFORMER_LIVE_MODEL";  // labformer.export.GLOBAL
-  var FORMAT = 1;  // labformer.export.FORMAT
+  var FORMAT = 2;  // labformer.export.FORMAT
   var SCRIPT = document.currentScript ? document.currentScript.src : "";
 
-  // ------------------------------------------------------------------ text (chapter 11)
-  // labformer/data/text.py and moses.py: NFC, typographic apostrophes read as ', white space
-  // stripped, lower case, then words (hyphens inside), elided words with their apostrophe
-  // ("l'", "j'") and each other symbol a token. Python's \w is a letter, a digit (any
-  // script) or _, and its white space is str.isspace's: both written out here.
+  // ------------------------------------------------------------------ Python's strings
+  // Python's \w is a letter, a digit (any script) or _, \d a decimal digit of any script, and
+  // its white space is str.isspace's: written out here, with str.strip, str.split and the
+  // case tests that labformer.carry uses (str.isupper, islower, isalpha, capitalize, title).
   var W = "\\p{L}\\p{N}_";
   var SPACE = "\\t\\n\\x0b\\x0c\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a" +
               "\\u2028\\u2029\\u202f\\u205f\\u3000";
+  var STRIP = new RegExp("^[" + SPACE + "]+|[" + SPACE + "]+$", "gu");
+  var RSTRIP = new RegExp("[" + SPACE + "]+$", "u");
+  var SPACES = new RegExp("[" + SPACE + "]+", "gu");
+
+  function strip(text) { return text.replace(STRIP, ""); }  // str.strip()
+  function split(text) { return text.split(SPACES).filter(Boolean); }  // str.split()
+  function chars(text) { return Array.from(text); }  // code points, as Python counts them
+  function first(text) { return chars(text).slice(0, 1).join(""); }  // text[:1]
+
+  var LOWER = /[\p{Lowercase}\p{Lt}]/u, UPPER = /[\p{Uppercase}\p{Lt}]/u;
+  function isUpper(text) {  // str.isupper: a cased character and no lower-case or title-case one
+    var cased = false;
+    return chars(text).every(function (c) {
+      if (LOWER.test(c)) return false;
+      cased = cased || /\p{Uppercase}/u.test(c);
+      return true;
+    }) && cased;
+  }
+  function isLower(text) {  // str.islower
+    var cased = false;
+    return chars(text).every(function (c) {
+      if (UPPER.test(c)) return false;
+      cased = cased || /\p{Lowercase}/u.test(c);
+      return true;
+    }) && cased;
+  }
+  function isAlpha(text) { return /^\p{L}+$/u.test(text); }  // str.isalpha
+  // str.capitalize and str.title: the first letter (of each word, for title) in title case.
+  var TITLE = { "Ǆ": "ǅ", "ǅ": "ǅ", "ǆ": "ǅ", "Ǉ": "ǈ", "ǈ": "ǈ", "ǉ": "ǈ", "Ǌ": "ǋ", "ǋ": "ǋ",
+                "ǌ": "ǋ", "Ǳ": "ǲ", "ǲ": "ǲ", "ǳ": "ǲ" };
+  function titleChar(c) { return TITLE[c] || c.toUpperCase(); }
+  function capitalize(text) {
+    var cs = chars(text);
+    return cs.length ? titleChar(cs[0]) + cs.slice(1).join("").toLowerCase() : text;
+  }
+  function title(text) {
+    var cased = false;
+    return chars(text).map(function (c) {
+      var out = cased ? c.toLowerCase() : titleChar(c);
+      cased = /\p{Cased}/u.test(c);
+      return out;
+    }).join("");
+  }
+  // int() and float() read any script's digits: each decimal digit by its place in its run
+  // of ten (Unicode encodes every script's 0 to 9 in order).
+  function asciiDigits(text) {
+    return text.replace(/\p{Nd}/gu, function (c) {
+      var point = c.codePointAt(0), start = point;
+      while (/\p{Nd}/u.test(String.fromCodePoint(start - 1))) start -= 1;
+      return String((point - start) % 10);
+    });
+  }
+  function toInt(text) { return parseInt(asciiDigits(text), 10); }
+  function equal(a, b) {
+    return a.length === b.length && a.every(function (x, i) { return x === b[i]; });
+  }
+  function unique(items) { return items.filter(function (x, i) { return items.indexOf(x) === i; }); }
+
+  // ------------------------------------------------------------------ text (chapter 11)
+  // labformer/data/text.py: NFC, typographic apostrophes read as ', white space stripped,
+  // lower case, then words (hyphens inside), elided words with their apostrophe ("l'", "j'")
+  // and each other symbol a token.
   var WORDS_TOKEN = new RegExp("[" + W + "]+'|[" + W + "]+(?:-[" + W + "]+)*|[^" + W + SPACE +
                                "]", "gu");
-  var STRIP = new RegExp("^[" + SPACE + "]+|[" + SPACE + "]+$", "gu");
   var PUNCTUATION = { ".": 1, ",": 1, ";": 1, ":": 1, "!": 1, "?": 1 };
 
+  // labformer.data.moses.normalize_text, and lower case where the codec folds it.
   function normalize(text, codec) {
-    text = text.normalize("NFC").replace(/[\u2019\u02bc]/g, "'").replace(STRIP, "");
+    text = strip(text.normalize("NFC").replace(/[\u2019\u02bc]/g, "'"));
     return codec.kind === "words" || codec.lowercase ? text.toLowerCase() : text;
   }
 
-  // The "words" codec exactly. A "moses" codec (a model of one's own pairs, chapter 12) is
-  // only approximated: the same splitting, and English "'s" apart. The widget says so.
-  // Moses, approximately: clock times and decimal numbers stay whole; English "don't" is
-  // "don" + "'t" (French "l'homme" is "l'" + "homme" in both).
-  var MOSES_TOKEN = new RegExp("\\d{1,2}:\\d{2}(?!\\d)|\\d+(?:[.,]\\d+)+|" +
-                               WORDS_TOKEN.source, "gu");
+  // TextCodec.tokenize: the "words" codec (labformer.data.tokenize), or Moses (below).
   function tokenize(text, codec) {
     if (codec.kind !== "moses") return normalize(text, codec).match(WORDS_TOKEN) || [];
-    var tokens = normalize(text, codec).match(MOSES_TOKEN) || [];
-    if (codec.lang !== "en") return tokens;
-    var out = [];
+    return moses(codec).tokenize(normalize(text, codec));
+  }
+
+  // TextCodec.detokenize: labformer.data.detokenize, or Moses's detokenizer.
+  function detokenize(tokens, codec) {
+    if (codec && codec.kind === "moses") return moses(codec).detokenize(tokens);
+    var out = "";
     tokens.forEach(function (t, i) {
-      var prev = out.length ? out[out.length - 1] : "";
-      if (/^[^']+'$/.test(prev) && /^[\p{L}]+$/u.test(t) && i > 0) {
-        out[out.length - 1] = prev.slice(0, -1);
-        out.push("'" + t);
-      } else {
-        out.push(t);
-      }
+      out += (i === 0 || PUNCTUATION[t] || /'$/.test(tokens[i - 1]) ? "" : " ") + t;
     });
     return out;
   }
 
-  function detokenize(tokens, codec) {
-    var out = "", moses = codec && codec.kind === "moses";
-    tokens.forEach(function (t, i) {
-      var glue = i === 0 || PUNCTUATION[t] || /'$/.test(tokens[i - 1]) || (moses && /^'/.test(t));
-      out += (glue ? "" : " ") + t;
-    });
+  // ------------------------------------------------------------------ Moses (chapter 12)
+  // A model of one's own pairs reads and writes text with the Moses tokenizer (sacremoses,
+  // labformer/data/moses.py): MosesTokenizer.tokenize(text, escape=False, protected_patterns=
+  // [clock times]) and MosesDetokenizer.detokenize, rule by rule. Their data (each language's
+  // non-breaking prefixes, the character classes of the rules) comes in the model file
+  // (labformer.export.moses_tables): a Moses codec carries it as codec.moses. The Czech and
+  // Finnish rules of the detokenizer are left out.
+  function charClass(flat) {  // [start, end, ...] code points -> the inside of a [...]
+    var out = "";
+    for (var i = 0; i < flat.length; i += 2) {
+      out += "\\u{" + flat[i].toString(16) + "}";
+      if (flat[i + 1] > flat[i]) out += "-\\u{" + flat[i + 1].toString(16) + "}";
+    }
     return out;
+  }
+  // sacremoses.util.is_cjk
+  var CJK = [[4352, 4607], [11904, 42191], [43072, 43135], [44032, 55215], [63744, 64255],
+             [65072, 65103], [65381, 65500], [94208, 101119], [110592, 110895],
+             [110960, 111359], [131072, 196607]];
+  function isCjk(c) {
+    var point = c.codePointAt(0);
+    return CJK.some(function (r) { return point >= r[0] && point <= r[1]; });
+  }
+
+  function Moses(lang, table) {
+    function re(source) { return new RegExp(source, "gu"); }
+    var alnum = charClass(table.alnum), alpha = charClass(table.alpha), n = charClass(table.n);
+    this.lang = lang;
+    this.prefixes = new Set(table.prefixes);
+    this.numericOnly = new Set(table.numeric_only);
+    this.alpha = new RegExp("[" + alpha + "]", "u");
+    this.lower = new RegExp("^[" + charClass(table.lower) + "]$", "u");
+    this.padNotAlnum = re("([^" + alnum + SPACE + "\\.'`,\\-])");  // PAD_NOT_ISALNUM
+    this.commas = [[re("([^" + n + "]),"), "$1 , "], [re(",([^" + n + "])"), " , $1"],
+                   [re("([" + n + "]),$"), "$1 , "]];  // COMMA_SEPARATE_1 to 3
+    var A = "[" + alpha + "]", notA = "[^" + alpha + "]";
+    if (lang === "en") {  // ENGLISH_SPECIFIC_APOSTROPHE
+      this.apostrophes = [[re("(" + notA + ")'(" + notA + ")"), "$1 ' $2"],
+                          [re("([^" + alpha + n + "])'(" + A + ")"), "$1 ' $2"],
+                          [re("(" + A + ")'(" + notA + ")"), "$1 ' $2"],
+                          [re("(" + A + ")'(" + A + ")"), "$1 '$2"],
+                          [re("([" + n + "])'(s)"), "$1 '$2"]];
+    } else if (lang === "fr" || lang === "it") {  // FR_IT_SPECIFIC_APOSTROPHE
+      this.apostrophes = [[re("(" + notA + ")'(" + notA + ")"), "$1 ' $2"],
+                          [re("(" + notA + ")'(" + A + ")"), "$1 ' $2"],
+                          [re("(" + A + ")'(" + notA + ")"), "$1 ' $2"],
+                          [re("(" + A + ")'(" + A + ")"), "$1' $2"]];
+    } else {
+      this.apostrophes = [[/'/g, " ' "]];  // NON_SPECIFIC_APOSTROPHE
+    }
+    var dAlpha = charClass(table.detok_alpha);  // the detokenizer's own classes
+    this.currency = new RegExp("^[" + charClass(table.sc) + "\\(\\[\\{¿¡]+$", "u");
+    this.englishContraction = new RegExp("^'[" + dAlpha + "]", "u");
+    this.frenchContraction = new RegExp("[" + dAlpha + "]'$", "u");
+    this.startsAlpha = new RegExp("^[" + dAlpha + "]", "u");
+  }
+
+  var PROTECT = "THISISPROTECTED";
+  var CLOCK = /\p{Nd}{1,2}:\p{Nd}{2}/gu;  // labformer's protected pattern: "7:30" stays whole
+  function pad3(i) { return ("00" + i).slice(-3); }
+
+  Moses.prototype.tokenize = function (text) {
+    text = text.replace(SPACES, " ").replace(/[\x00-\x1f]/g, "");
+    var protect = text.match(CLOCK) || [];
+    if (protect.length > 1000) {
+      throw new Error("too many protected tokens: " + protect.length + " matches exceeds " +
+                      "the limit of 1000");
+    }
+    var runs = text.match(/THISISPROTECTEDX*/g) || [], marker = PROTECT;  // unused_protect_marker
+    if (runs.length) {
+      var longest = Math.max.apply(null, runs.map(function (r) { return r.length; }));
+      marker += new Array(longest - PROTECT.length + 2).join("X");
+    }
+    protect.map(function (t, i) { return [i, t]; })
+      .sort(function (a, b) { return chars(b[1]).length - chars(a[1]).length; })
+      .forEach(function (p) { text = text.split(p[1]).join(marker + pad3(p[0])); });
+    text = strip(text).replace(this.padNotAlnum, " $1 ");
+    var whole = text;  // replace_multidots: a run of k dots -> " " + "DOT" * k + "MULTI"
+    text = text.replace(/\.{2,}/g, function (dots, at) {
+      var m = " " + new Array(dots.length + 1).join("DOT") + "MULTI";
+      return at + dots.length < whole.length ? m + " " : m;
+    });
+    this.commas.concat(this.apostrophes).forEach(function (rule) {
+      text = text.replace(rule[0], rule[1]);
+    });
+    text = strip(this.nonbreaking(text).replace(SPACES, " ")).replace(/\.' ?$/, " . ' ");
+    protect.forEach(function (t, i) { text = text.split(marker + pad3(i)).join(t); });
+    text = text.replace(/(?:DOT)+MULTI/g, function (m) {
+      return new Array((m.length - 5) / 3 + 1).join(".");
+    });
+    return split(text);
+  };
+
+  // handles_nonbreaking_prefixes: a final "." is split off a word unless the word is a known
+  // abbreviation ("M.", "p.m."), holds a dot and a letter, or a lower-case word follows.
+  Moses.prototype.nonbreaking = function (text) {
+    var tokens = split(text), self = this, ends = new RegExp("^([^" + SPACE + "]+)\\.$", "u");
+    tokens.forEach(function (token, i) {
+      var m = ends.exec(token);
+      if (!m) return;
+      var prefix = m[1], next = i + 1 < tokens.length ? tokens[i + 1] : "";
+      if ((prefix.indexOf(".") >= 0 && self.alpha.test(prefix)) ||
+          (self.prefixes.has(prefix) && !self.numericOnly.has(prefix)) ||
+          (i !== tokens.length - 1 && next && self.lower.test(first(next)))) return;
+      if (self.numericOnly.has(prefix) && i + 1 < tokens.length && /^[0-9]+/.test(next)) return;
+      tokens[i] = prefix + " .";
+    });
+    return tokens.join(" ");
+  };
+
+  var UNESCAPE = [[/&bar;/g, "|"], [/&#124;/g, "|"], [/&lt;/g, "<"], [/&gt;/g, ">"],
+                  [/&bra;/g, "["], [/&ket;/g, "]"], [/&quot;/g, "\""], [/&apos;/g, "'"],
+                  [/&#91;/g, "["], [/&#93;/g, "]"], [/&amp;/g, "&"]];
+
+  // MosesDetokenizer.tokenize: which tokens join the one before or the one after.
+  Moses.prototype.detokenize = function (tokens) {
+    var text = (" " + tokens.join(" ") + " ").replace(/ @-@ /g, "-"), self = this;
+    UNESCAPE.forEach(function (rule) { text = text.replace(rule[0], rule[1]); });
+    var quotes = Object.create(null), prepend = " ", out = "", lang = this.lang;
+    var words = split(text);
+    words.forEach(function (token, i) {
+      if (isCjk(first(token)) && lang !== "ko") {
+        var cs = i > 0 ? chars(words[i - 1]) : [];
+        out += (i > 0 && isCjk(cs[cs.length - 1]) ? "" : prepend) + token;
+        prepend = " ";
+      } else if (self.currency.test(token)) {
+        out += prepend + token;
+        prepend = "";
+      } else if (/^[,.?!:;\\%}\])]+$/.test(token)) {
+        if (lang === "fr" && /^[?!:;\\%]$/.test(token)) out += " ";
+        out += token;
+        prepend = " ";
+      } else if (lang === "en" && i > 0 && self.englishContraction.test(token)) {
+        out += token;
+        prepend = " ";
+      } else if ((lang === "fr" || lang === "it" || lang === "ga") && i <= words.length - 2 &&
+                 self.frenchContraction.test(token) && self.startsAlpha.test(words[i + 1])) {
+        out += prepend + token;
+        prepend = "";
+      } else if (/^['"„“`]+$/.test(token)) {
+        var q = /^[„“”]+$/.test(token) ? "\"" : token;
+        quotes[q] = quotes[q] || 0;
+        if (quotes[q] % 2 === 0) {
+          if (lang === "en" && token === "'" && i > 0 && /s$/.test(words[i - 1])) {
+            out += token;  // a possessive: "the students' books"
+            prepend = " ";
+          } else {
+            out += prepend + token;
+            prepend = "";
+            quotes[q] += 1;
+          }
+        } else {
+          out += token;
+          prepend = " ";
+          quotes[q] += 1;
+        }
+      } else {
+        out += prepend + token;
+        prepend = " ";
+      }
+    });
+    return strip(out.replace(/ {2,}/g, " "));
+  };
+
+  var compiled = new Map();  // one Moses per table
+  function moses(codec) {
+    if (!codec.moses) {
+      throw new Error("this model's " + codec.lang + " text is tokenised with Moses, but its " +
+                      "model file holds no Moses tables: export it again with labformer export");
+    }
+    if (!compiled.has(codec.moses)) compiled.set(codec.moses, new Moses(codec.lang, codec.moses));
+    return compiled.get(codec.moses);
   }
 
   // ------------------------------------------------------------------ weights
@@ -199,11 +425,16 @@
     this.cfg = payload.config;
     this.srcVocab = payload.src_vocab;
     this.tgtVocab = payload.tgt_vocab;
-    this.srcText = payload.src_text;
-    this.tgtText = payload.tgt_text;
+    var tables = payload.moses || {};  // a Moses codec carries its language's tables
+    this.srcText = Object.assign({ moses: tables[payload.src_text.lang] }, payload.src_text);
+    this.tgtText = Object.assign({ moses: tables[payload.tgt_text.lang] }, payload.tgt_text);
     this.parameters = payload.parameters;
-    this.srcIndex = {};
+    this.weightsSha256 = payload.weights_sha256;  // labformer.train.weights_sha256
+    this.srcIndex = Object.create(null);  // no inherited names: "constructor" is a word
     for (var i = 0; i < this.srcVocab.length; i++) this.srcIndex[this.srcVocab[i]] = i;
+    this.tgtIndex = Object.create(null);
+    for (i = 0; i < this.tgtVocab.length; i++) this.tgtIndex[this.tgtVocab[i]] = i;
+    this.carry = new Carry(this, payload.carry);
     // Nested objects named as the state dict: p.encoder.layers[0].self_attn.q_proj.weight
     var root = {};
     Object.keys(t).forEach(function (name) {
@@ -492,50 +723,551 @@
     };
   };
 
+
+  // carry.token_scores: the log-probability the model gives each token of ``output`` (EOS
+  // included) as the translation of ``source``, teacher-forced (chapter 9), nothing masked.
+  Model.prototype.tokenScores = function (source, output) {
+    var cfg = this.cfg, self = this;
+    function ids(tokens, index) {
+      return tokens.map(function (t) { return t in index ? index[t] : cfg.unk_id; })
+        .concat([cfg.eos_id]).slice(0, cfg.max_len);
+    }
+    var src = ids(tokenize(source, this.srcText), this.srcIndex);
+    var tgt = ids(output ? tokenize(output, this.tgtText) : [], this.tgtIndex);
+    var rows = this.forced(src, [cfg.bos_id].concat(tgt.slice(0, -1))).logits;
+    return rows.map(function (logits, t) {
+      var m = Math.max.apply(null, logits), s = 0;
+      logits.forEach(function (x) { s += Math.exp(x - m); });
+      return logits[tgt[t]] - m - Math.log(s);  // log_softmax, picked
+    });
+  };
+
+  // ------------------------------------------------------------------ carrying over (chapter 12)
+  // labformer/carry.py, function by function: what `labformer translate` does around the
+  // model. A line is split into sentences (split_sentences); each is read with the numbers,
+  // clock times and unknown words replaced by ones the model knows (Carry.prepare), translated,
+  // and the source's put back (Carry.restore), another placeholder tried when the model drops
+  // one (_translate_pieces); then the warnings (assess). The lists Carry reads off the
+  // vocabularies come in the model file (Carry.tables), so they are Python's own.
+  var ND = "\\p{Nd}";
+  function whole(source) { return new RegExp("^(?:" + source + ")$", "u"); }  // re.fullmatch
+  var INT = whole(ND + "+"), DECIMAL = whole(ND + "+[.,]" + ND + "+");
+  var THOUSANDS = whole(ND + "{3}"), GROUP = whole(ND + "{2,4}");
+  var ORDINAL = whole("(" + ND + "+)(?:er|re|ère|e|ème|eme|è|nd|nde)");  // 1er, 2e, 3ème
+  var DATE = whole(ND + "{1,2}/" + ND + "{1,2}/" + ND + "{2,4}");  // 03/04/2025
+  var MINUS = ["-", "\u2212", "\u2013"];
+  var HOUR_MARKS = ["h", "h."];
+  var PERIODS = [[["du", "matin"], "a.m."], [["de", "la", "nuit"], "a.m."],
+                 [["de", "l'", "après-midi"], "p.m."], [["du", "soir"], "p.m."]];
+  var STOPS = ".?!…";
+  var OUT_TIME = whole("(" + ND + "{1,2}):(" + ND + "{2})");
+  var OUT_NUMBER = whole("(" + ND + "{1,3}(?:," + ND + "{3})+(?:\\." + ND + "+)?|" + ND +
+                         "+(?:\\." + ND + "+)?)(-[" + W + "]+)?");
+  var OUT_ORDINAL = whole(ND + "+(?:st|nd|rd|th)");
+  var MERIDIEM = ["a.m.", "p.m."];
+  var RETRIES = 2;
+  var SENTENCE_END = new RegExp("[.!?…]+(?:[" + SPACE + "]*[»\"”)\\]])?(?=[" + SPACE +
+                                "]+[«\"“(\\[]?[" + SPACE + "]*[\\p{L}\\p{Nl}\\p{No}])", "gu");
+  var ABBREVIATIONS = new Set(("M Mme Mlle Mmes MM Dr Pr St Ste Mr Mrs Ms etc cf p ex env " +
+                               "av apr J.-C n°").split(" "));
+  var WORD = new RegExp("[" + W + "]", "u");  // carry._WORD
+  var LOW_TOKEN = -1.0, LOW_SCORE = -0.5, LENGTH_RATIO = 2.0;
+
+  // english_ordinal: 1 -> 1st, 2 -> 2nd, 11 -> 11th, 21 -> 21st.
+  function englishOrdinal(n) {
+    var suffix = [11, 12, 13].indexOf(n % 100) >= 0 ? "th" : ({ 1: "st", 2: "nd", 3: "rd" })[n % 10] || "th";
+    return n + suffix;
+  }
+
+  // split_sentences: after . ! ? or … followed by a letter, not after a title (M., Dr, etc.).
+  function splitSentences(text) {
+    var pieces = [], start = 0, m;
+    SENTENCE_END.lastIndex = 0;
+    while ((m = SENTENCE_END.exec(text))) {
+      var before = split(text.slice(start, m.index)), word = before.length ? before[before.length - 1] : "";
+      if (m[0].charAt(0) === "." && (ABBREVIATIONS.has(word) || (chars(word).length === 1 && isUpper(word)))) {
+        continue;
+      }
+      pieces.push(strip(text.slice(start, m.index + m[0].length)));
+      start = m.index + m[0].length;
+    }
+    pieces.push(strip(text.slice(start)));
+    return pieces.filter(Boolean);
+  }
+
+  function hasWord(text) { return /[\p{L}\p{N}]/u.test(text); }  // has_word
+
+  function numberValue(token) { return parseFloat(asciiDigits(token).replace(",", ".")); }
+
+  // _shape: what a placeholder must share with a number (digits of a leading zero's number,
+  // digits after the decimal mark), or null for a token that is not a number.
+  function shape(token) {
+    if (INT.test(token)) return [token.charAt(0) === "0" && chars(token).length > 1 ? chars(token).length : 0, 0];
+    if (!DECIMAL.test(token)) return null;
+    var parts = token.split(/[.,]/), before = chars(parts[0]);
+    return [before[0] === "0" && before.length > 1 ? before.length : 0, chars(parts[1]).length];
+  }
+
+  function thousands(digits) {  // f"{int(digits):,}"
+    digits = asciiDigits(digits).replace(/^0+(?=\d)/, "");
+    return digits.replace(/\B(?=(\d{3})+$)/g, ",");
+  }
+
+  // min(items, key=...): the first smallest, by a comparison of keys (tuples compare in order).
+  function least(items, key) {
+    function cmp(a, b) {
+      for (var i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i] < b[i] ? -1 : 1;
+      return 0;
+    }
+    var best = null, bestKey = null;
+    items.forEach(function (x) {
+      var k = key(x);
+      if (best === null || cmp(k, bestKey) < 0) { best = x; bestKey = k; }
+    });
+    return best;
+  }
+
+  // NumberGroup.clock: the time as text and the a.m./p.m. to write after it (or null): the
+  // source's half of the day ("du soir"), else the 24-hour clock's where the model wrote one.
+  function clock(group, meridiem) {
+    var hour = group.hour, period = group.text || null;
+    function mm(m) { return ("0" + m).slice(-2); }
+    if (meridiem === null && period === null) {
+      return [group.minute === null ? hour + ":00" : hour + ":" + mm(group.minute), null];
+    }
+    if (period === null) period = hour % 24 < 12 ? "a.m." : "p.m.";
+    else if (period === "p.m." && hour < 12) hour += 12;
+    hour = hour % 12 || 12;
+    return [group.minute === null ? String(hour) : hour + ":" + mm(group.minute), period];
+  }
+
+  function NumberGroup(kind, fields) {
+    return Object.assign({ kind: kind, text: "", hour: 0, minute: null, width: 1 }, fields);
+  }
+
+  // Carry: placeholders around one model's vocabularies (tables: Carry.tables).
+  function Carry(model, tables) {
+    this.src = model.srcIndex;
+    this.tgt = model.tgtIndex;
+    this.srcText = model.srcText;
+    this.tgtText = model.tgtText;
+    this.numbers = tables.numbers;
+    this.names = tables.names;
+    this.clocks = tables.clocks;
+    this.decimalComma = tables.decimal_comma;
+    this.ordinals = tables.ordinals;
+    this.nameSet = new Set(tables.name_set);
+    this.copyable = new Set(tables.names);
+  }
+
+  // Carry.known_case: the vocabulary's spelling of a word (je, JE -> Je at a sentence's start).
+  Carry.prototype.knownCase = function (token, isFirst, shouting) {
+    var variants = [token, token.toLowerCase(), capitalize(token), title(token)], src = this.src;
+    if (isFirst && (isLower(token) || isUpper(token))) variants = [capitalize(token)].concat(variants);
+    else if (shouting) variants = [token.toLowerCase(), capitalize(token), token];
+    for (var i = 0; i < variants.length; i++) if (variants[i] in src) return variants[i];
+    return token;
+  };
+
+  // Carry.nearest_number: the known number of the same shape closest in value (below a bound).
+  Carry.prototype.nearestNumber = function (token, below) {
+    if (below === undefined) below = Infinity;
+    var want = shape(token), numbers = this.numbers.filter(function (t) { return numberValue(t) < below; });
+    if (!numbers.length) numbers = this.numbers;
+    var same = numbers.filter(function (t) {
+      var s = shape(t);
+      return want !== null && s[0] === want[0] && s[1] === want[1];
+    });
+    if (!same.length) {  // another shape of the same kind: an integer for an integer
+      same = numbers.filter(function (t) { return (shape(t) || [0, 0])[1] === (want || [0, 0])[1]; });
+    }
+    if (!same.length) return null;
+    var value = numberValue(token);
+    return least(same, function (t) { return [Math.abs(numberValue(t) - value), t]; });
+  };
+
+  // Carry._format: a number in the target's form (7,25 -> 7.25; 2 000 -> 2,000).
+  Carry.prototype.format = function (tokens) {
+    if (tokens.length > 1) return thousands(tokens.join(""));
+    var token = tokens[0];
+    if (this.decimalComma && this.tgtText.lang === "en" && token.indexOf(",") >= 0) return token.replace(/,/g, ".");
+    return token;
+  };
+
+  // Carry.prepare: the sentence as the model should read it, and what to put back afterwards.
+  Carry.prototype.prepare = function (sentence, skip) {
+    var tokens = tokenize(sentence, this.srcText), src = this.src, tgt = this.tgt;
+    var prepared = { source: sentence, text: sentence, numbers: [], names: new Map(), unknown: [],
+                     added_stop: null, kept: [], copied: [], notes: [] };
+    var out = [], taken = new Set(tokens);
+    var names = this.names.filter(function (n) { return !taken.has(n); }).slice(skip || 0), next = 0;
+    var letters = tokens.filter(function (t) { return /\p{L}/u.test(t); });
+    var shouting = letters.length > 1 && letters.every(isUpper);
+    var copies = new Map();  // source word -> its placeholder
+    var i = 0;
+    while (i < tokens.length) {
+      var token = tokens[i], took = this.number(tokens, i, prepared, out);
+      if (took) { i += took; continue; }
+      // A sentence starts here: after nothing, a full stop, an opening quote, a colon.
+      var isFirst = i === 0 || ["«", "\"", ":", ".", "!", "?", "…", "("].indexOf(tokens[i - 1]) >= 0;
+      var word = this.knownCase(token, isFirst, shouting);
+      var capital = isUpper(first(token));
+      if (!isFirst && !shouting && capital && !(token in src) && /\p{L}/u.test(token)) {
+        word = token;  // a capital inside a sentence: a name (Blanche), not "blanche"
+      }
+      if (word in src && !isFirst && !shouting && capital && isAlpha(token) && token in tgt) {
+        prepared.kept.push(token);  // a name the model knows: it must come back
+      }
+      if (this.copyable.has(word)) prepared.copied.push([token, word]);  // written as read
+      if (!(word in src) && /[\p{L}\p{N}]/u.test(word)) {
+        if (!copies.has(token) && next < names.length) {
+          copies.set(token, names[next]);
+          prepared.names.set(names[next++], shouting ? token.toLowerCase() : token);
+        }
+        if (copies.has(token)) word = copies.get(token);
+        else prepared.unknown.push(token);
+      }
+      out.push(word);
+      i += 1;
+    }
+    var last = out.length ? out[out.length - 1] : null;
+    if (last !== null && !chars(last).some(function (c) { return STOPS.indexOf(c) >= 0; }) &&
+        last !== "»" && last !== "\"" && "." in src) {
+      out.push(".");
+      prepared.added_stop = ".";
+    }
+    if (!equal(out, tokens)) prepared.text = this.join(out, sentence);
+    return prepared;
+  };
+
+  // Carry._number: the number that starts at tokens[i], if any; the tokens it took (0: none).
+  Carry.prototype.number = function (tokens, i, prepared, out) {
+    var token = tokens[i], nxt = i + 1 < tokens.length ? tokens[i + 1] : "", src = this.src;
+    if (MINUS.indexOf(token.charAt(0)) >= 0 && chars(token).length > 1 && shape(token.slice(1)) !== null) {
+      return this.signed(token.charAt(0), [token.slice(1)].concat(tokens.slice(i + 1)), prepared, out);
+    }
+    if (MINUS.indexOf(token) >= 0 && shape(nxt) !== null && (i === 0 || shape(tokens[i - 1]) === null)) {
+      return 1 + this.signed(token, tokens.slice(i + 1), prepared, out);  // a sign, not "5 - 3"
+    }
+    var date = tokens.slice(i, i + 5).join(""), slashes = [tokens[i + 1], tokens[i + 3]];
+    if (DATE.test(token) || (i + 3 < tokens.length && slashes[0] === "/" && slashes[1] === "/" && DATE.test(date))) {
+      var text = DATE.test(token) ? token : date;
+      prepared.numbers.push(NumberGroup("date", { text: text }));
+      prepared.notes.push("the date " + text + " is written as in French, day/month/year " +
+                          "(in the US it reads month/day)");
+      var day = text.split("/")[0];
+      out.push(day in src ? day : this.nearestNumber(day) || day);
+      return text === token ? 1 : 5;
+    }
+    var ordinal = ORDINAL.exec(token);
+    if (ordinal && this.tgtText.lang === "en") {
+      var value = toInt(ordinal[1]);
+      prepared.numbers.push(NumberGroup("ordinal", { text: englishOrdinal(value) }));
+      var closest = least(this.ordinals, function (o) { return [Math.abs(o[0] - value), o[0], o[1]]; });
+      out.push(token in src || closest === null ? token : closest[1]);
+      return 1;
+    }
+    if (shape(token) === null) return 0;
+    var j = i + 1;  // "2 000 000": one number, written 2,000,000
+    var phone = token.charAt(0) === "0" && chars(token).length > 1 && INT.test(token);
+    if (phone) {  // "06 12 34 56 78", "01 234 567": digit groups, kept as written
+      while (j < tokens.length && GROUP.test(tokens[j])) j += 1;
+    } else if (INT.test(token) && chars(token).length <= 3) {
+      while (j < tokens.length && THOUSANDS.test(tokens[j])) j += 1;
+    }
+    var group = tokens.slice(i, j), after = j < tokens.length ? tokens[j] : "", self = this;
+    if (group.length === 1 && INT.test(token) && toInt(token) <= 24 && HOUR_MARKS.indexOf(after) >= 0) {
+      return this.time(tokens, i, prepared, out);
+    }
+    if (phone && group.length > 1) {
+      prepared.numbers.push(NumberGroup("number", { text: group.join(" "), width: group.length }));
+      group.forEach(function (t) { out.push(t in src ? t : self.nearestNumber(t) || t); });
+      return group.length;
+    }
+    prepared.numbers.push(NumberGroup("number", { text: this.format(group) }));
+    if (group.every(function (t) { return t in src; })) {
+      group.forEach(function (t) { out.push(t); });
+    } else {
+      out.push(this.nearestNumber(group.length === 1 ? group[0] : group.join("")) || group[0]);
+    }
+    return group.length;
+  };
+
+  // Carry._signed: a minus sign before a number (kept), a time or a date (left to the model).
+  Carry.prototype.signed = function (sign, tokens, prepared, out) {
+    var taken = this.number(tokens, 0, prepared, out), k = prepared.numbers.length - 1;
+    var group = prepared.numbers[k];
+    if (group.kind === "number") prepared.numbers[k] = Object.assign({}, group, { text: sign + group.text });
+    else out.splice(out.length - 1, 0, sign);
+    return taken;
+  };
+
+  // Carry._time: a clock time "10 h", "10 h 15", perhaps followed by "du matin" / "du soir".
+  Carry.prototype.time = function (tokens, i, prepared, out) {
+    var token = tokens[i], mark = tokens[i + 1], src = this.src, self = this;
+    var minuteTok = i + 2 < tokens.length ? tokens[i + 2] : "";
+    var hasMinute = mark === "h" && whole(ND + "{2}").test(minuteTok) && toInt(minuteTok) < 60;
+    var end = i + 2 + (hasMinute ? 1 : 0);
+    var period = "";
+    for (var p = 0; p < PERIODS.length; p++) {
+      if (equal(tokens.slice(end, end + PERIODS[p][0].length), PERIODS[p][0])) { period = PERIODS[p][1]; break; }
+    }
+    prepared.numbers.push(NumberGroup("time", { text: period, hour: toInt(token),
+                                                minute: hasMinute ? toInt(minuteTok) : null }));
+    var known = token in src && minuteTok in src;
+    if (hasMinute && !known && this.clocks.length) {
+      var wanted = 60 * (toInt(token) % 12) + toInt(minuteTok);
+      var c = least(this.clocks, function (c) {
+        return [Math.abs(60 * (c[0] % 12) + toInt(c[1]) - wanted), c[0], c[1]];
+      });
+      out.push(String(c[0]), mark, c[1]);
+      return end - i;
+    }
+    tokens.slice(i, end).forEach(function (t, k) {
+      var near = HOUR_MARKS.indexOf(t) >= 0 || t in src ? null : self.nearestNumber(t, k === 0 ? 25 : 60);
+      out.push(near || t);
+    });
+    return end - i;
+  };
+
+  // Carry._join: text that the source codec reads back as exactly these tokens.
+  Carry.prototype.join = function (tokens, fallback) {
+    var tries = [detokenize(tokens, this.srcText), tokens.join(" ")];
+    for (var i = 0; i < tries.length; i++) if (equal(tokenize(tries[i], this.srcText), tokens)) return tries[i];
+    return fallback;
+  };
+
+  // Carry.restore: the source's numbers and words put back into the model's output.
+  Carry.prototype.restore = function (prepared, output) {
+    var tokens = output ? tokenize(output, this.tgtText) : [];
+    function of(kinds) { return prepared.numbers.filter(function (g) { return kinds.indexOf(g.kind) >= 0; }); }
+    var times = of(["time"]), numbers = of(["number", "date"]), ordinals = of(["ordinal"]);
+    var lost = [], out = [], i = 0;
+    while (i < tokens.length) {
+      var token = tokens[i], nxt = i + 1 < tokens.length ? tokens[i + 1] : null;
+      var meridiem = MERIDIEM.indexOf(nxt) >= 0 ? nxt : null;
+      var plain = OUT_NUMBER.exec(token);
+      if ((OUT_TIME.test(token) || (plain && meridiem)) && times.length) {
+        var c = clock(times.shift(), meridiem);
+        out.push(c[0]);
+        i += meridiem ? 2 : 1;
+        if (c[1]) {
+          out.push(c[1]);
+          if (i < tokens.length && tokens[i] === ".") i += 1;  // "9 p.m.", not "9 p.m.."
+        }
+        continue;
+      }
+      if (OUT_ORDINAL.test(token) && ordinals.length) {
+        out.push(ordinals.shift().text);
+        i += 1;
+        continue;
+      }
+      if (plain && numbers.length) {
+        var group = numbers.shift();
+        out.push(group.text + (plain[2] || ""));
+        i += 1;
+        for (var k = 0; k < group.width - 1; k++) {  // the rest of a phone number the model wrote
+          if (i < tokens.length && INT.test(tokens[i])) i += 1;
+        }
+        continue;
+      }
+      out.push(prepared.names.has(token) ? prepared.names.get(token) : token);
+      i += 1;
+    }
+    prepared.names.forEach(function (word, name) { if (tokens.indexOf(name) < 0) lost.push(word); });
+    times.forEach(function (g) { lost.push(clock(g, null)[0]); });
+    numbers.concat(ordinals).forEach(function (g) { lost.push(g.text); });
+    lost = lost.concat(this.keepNames(prepared, out), dropped(prepared, out));
+    var stop = prepared.added_stop;
+    if (stop && out.length && out[out.length - 1] === stop) out.pop();
+    var text = equal(out, tokens) ? output : detokenize(out, this.tgtText);
+    if (stop && text.slice(-stop.length) === stop && equal(out, tokens)) {
+      text = text.slice(0, -stop.length).replace(RSTRIP, "");
+    }
+    return { source: prepared.source, text: text, unknown: prepared.unknown.slice(), lost: lost,
+             prepared: prepared.text, raw: output, notes: prepared.notes.slice(),
+             parts: [[prepared.text, output]], names: Array.from(prepared.names.values()) };
+  };
+
+  // Carry._keep_names: a known name the model swapped for another (Paul -> Marc) put back;
+  // those still missing are returned.
+  Carry.prototype.keepNames = function (prepared, out) {
+    var missing = unique(prepared.kept).filter(function (n) { return out.indexOf(n) < 0; });
+    if (!missing.length) return [];
+    var source = new Set(tokenize(prepared.source, this.srcText)), self = this;
+    var carried = Array.from(prepared.names.values()), foreign = [];
+    out.forEach(function (t, k) {
+      if (self.nameSet.has(t) && !source.has(t) && carried.indexOf(t) < 0) foreign.push(k);
+    });
+    if (missing.length === 1 && foreign.length === 1) {
+      out[foreign[0]] = missing[0];
+      return [];
+    }
+    return missing;
+  };
+
+  // Carry._dropped: words the model copies (a name it knows, a word spelt alike in both
+  // vocabularies) that the output lacks, in any case ("... visitent Lyon." without Lyon).
+  function dropped(prepared, out) {
+    var written = new Set(out.map(function (t) { return t.toLowerCase(); }));
+    return unique(prepared.copied.filter(function (c) {
+      return prepared.kept.indexOf(c[0]) < 0 && !written.has(c[1].toLowerCase());
+    }).map(function (c) { return c[0]; }));
+  }
+
+  // translate_carried: a line sentence by sentence, each through _translate_pieces, joined.
+  // ``decode(text)`` is the model's translation of a prepared sentence: {text, detail}.
+  Model.prototype.translateCarried = function (line, decode) {
+    var pieces = splitSentences(line), carry = this.carry;
+    if (!pieces.length) pieces = [""];
+    var done = pieces.map(function (piece) { return carriedPiece(carry, piece, decode); });
+    if (done.length === 1) return Object.assign({}, done[0], { source: line });
+    function all(key) { return done.reduce(function (a, p) { return a.concat(p[key]); }, []); }
+    return { source: line, text: done.map(function (p) { return p.text; }).filter(Boolean).join(" "),
+             unknown: all("unknown"), lost: all("lost"),
+             prepared: done.map(function (p) { return p.prepared; }).join(" "),
+             raw: done.map(function (p) { return p.raw; }).join(" "), notes: all("notes"),
+             parts: all("parts"), names: all("names"), details: all("details") };
+  };
+
+  // _translate_pieces, for one sentence: when the model drops a placeholder name, the next
+  // placeholders are tried (RETRIES more); the first try stands unless a later one keeps all.
+  function carriedPiece(carry, sentence, decode) {
+    var result = null;
+    for (var attempt = 0; attempt <= RETRIES; attempt++) {
+      var p = carry.prepare(sentence, attempt), t = decode(p.text);
+      var carried = carry.restore(p, t.text), written = tokenize(t.text, carry.tgtText);
+      var lost = Array.from(p.names.keys()).some(function (n) { return written.indexOf(n) < 0; });
+      if (result === null || !lost) result = Object.assign(carried, { details: [t.detail] });
+      if (!lost) break;
+    }
+    return result;
+  }
+
+  // assess: the score (mean log-probability a token; the lowest of the line's sentences) and
+  // the warning signs of a translation. Each reason is [id, values]; reasonText words it.
+  Model.prototype.assess = function (c) {
+    var self = this, means = [], lows = [];
+    c.parts.forEach(function (part) {
+      var t = self.tokenScores(part[0], part[1]);
+      means.push(t.reduce(function (a, b) { return a + b; }, 0) / t.length);
+      lows.push(Math.min.apply(null, t));
+    });
+    var score = Math.min.apply(null, means), low = Math.min.apply(null, lows), reasons = [];
+    if (!c.text) reasons.push(["empty", {}]);
+    if (score < LOW_SCORE || low < LOW_TOKEN) reasons.push(["unsure", { score: score.toFixed(2), least: low.toFixed(2) }]);
+    if (c.unknown.length) reasons.push(["unknown", { words: unique(c.unknown).join(", ") }]);
+    if (c.lost.length) reasons.push(["lost", { words: c.lost.join(", ") }]);
+    var tokens = c.text ? tokenize(c.text, this.tgtText) : [], source = tokenize(c.source, this.srcText);
+    if (tokens.length && equal(tokens, source)) reasons.push(["copies", {}]);
+    function words(ts) { return ts.filter(function (t) { return WORD.test(t); }).length; }
+    var srcWords = words(source), outWords = words(tokens);
+    if (c.text && Math.abs(srcWords - outWords) >= 3 &&
+        (outWords > LENGTH_RATIO * srcWords || srcWords > LENGTH_RATIO * outWords)) {
+      reasons.push(["length", { out: outWords, src: srcWords }]);
+    }
+    return { score: score, reasons: reasons, flagged: reasons.length > 0 };
+  };
+
+  // The reasons in assess's words (English) or the edition's.
+  var REASONS = {
+    en: { empty: "the translation is empty",
+          unsure: "the model is unsure (log-probability {score} a token, {least} at the least)",
+          unknown: "words it read as unknown: {words}", lost: "not carried over: {words}",
+          copies: "the output copies the source", length: "{out} words for {src} in the source" },
+    zh: { empty: "译文为空", unsure: "模型没有把握（每个词元的对数概率为 {score}，最低 {least}）",
+          unknown: "被当作未知词读入的词：{words}", lost: "没能带到译文中：{words}",
+          copies: "译文照抄了源句", length: "译文 {out} 个词，源句 {src} 个词" }
+  };
+  function reasonText(reason, lang) { return fmt(REASONS[lang || "en"][reason[0]], reason[1]); }
+
+  function fmt(template, values) {
+    return template.replace(/\{(\w+)\}/g, function (_, k) { return values[k]; });
+  }
+
+  // labformer translate for one line (what the widget runs): the carried translation, its
+  // warnings, and for each sentence what the model did (tokens, attention, the beam).
+  Model.prototype.translateLine = function (line, mode, K, alpha) {
+    var self = this, started = performance.now();
+    if (!strip(line)) throw new RangeError("empty");
+    if (!hasWord(line)) throw new RangeError("noword");
+    var pieces = splitSentences(line);
+    pieces.forEach(function (p) {  // _translate_lines: a sentence longer than the model reads
+      if (tokenize(p, self.srcText).length > self.cfg.max_len - 1) throw new RangeError("long");
+    });
+    var r = this.translateCarried(line, function (text) {
+      var d = self.translate(text, mode, K, alpha);
+      return { text: d.text, detail: d };
+    });
+    var verdict = this.assess(r);
+    r.score = verdict.score;
+    r.flagged = verdict.flagged;
+    r.why = verdict.reasons;
+    r.reasons = verdict.reasons.map(function (x) { return reasonText(x, "en"); });
+    r.ms = performance.now() - started;
+    return r;
+  };
+
   // ------------------------------------------------------------------ the widget
   var TEXT = {
     en: {
       intro: "Type a French sentence in the words of the generated corpus. The translator " +
-             "trained on this page runs in your browser: nothing is sent anywhere.",
+             "trained on this page runs in your browser: nothing is sent anywhere. It " +
+             "translates as labformer translate does (chapter 12): sentence by sentence, with " +
+             "the numbers, clock times and names it never saw carried over, and the same " +
+             "warnings.",
       load: "Load the model and translate", go: "Translate",
       loading: "Loading the model…", ready: "Model loaded: {n} parameters.",
       failed: "The model could not be loaded ({why}). The examples below were computed " +
               "by the build.",
       examples: "Precomputed by the build:", example: "Example",
       greedy: "greedy", beam: "beam search", width: "beam width", alpha: "length penalty α",
-      output: "Translation: ", unknown: "Words the model never saw (read as <unk>): ",
+      output: "Translation: ", unknown: "Not in the vocabulary, read as <unk>: ",
+      names: "Not in the model's vocabulary, carried over as written (as a name): ",
+      lost: "Not carried over to the translation: ", note: "Note: ",
+      nothing: "Translated to nothing: the model has not learned to translate it.",
+      flagged: "Likely wrong: ", assessed: "Score: {score} (mean log-probability a token, " +
+              "as labformer translate --scores prints it).",
+      sentence: "Sentence {n}, as the model read it: ",
       tokens: "Tokens read: ", cross: "Cross-attention of the greedy translation",
       layer: "layer", head: "head", query: "query", key: "key", weight: "weight",
       hyps: "The beam's hypotheses", score: "score", logp: "log-probability",
       unfinished: "(no EOS within the limit)", none: "(empty: EOS came first)", time: "{ms} ms in this browser.",
       empty: "Type a sentence first.", long: "That sentence is longer than the model reads.",
-      limits: "What the page does not do: it reads only the lower-case words of the " +
-              "generated corpus (capitals, typographic apostrophes and accents in any " +
-              "Unicode form are read as the Python translator reads them); it does not " +
-              "carry numbers or names the model never saw through to the output, as the " +
-              "command line does (chapter 12); a model of one's own pairs is tokenised " +
-              "only approximately.",
-      moses: "This model was trained with the Moses tokenizer, which the page only " +
-             "approximates: some sentences are split differently than in Python."
+      noword: "That line holds no word: nothing to translate.",
+      other: "This model file is not the one these examples were made with: the examples " +
+             "and checks above are for the book's model.",
+      limits: "What the page does not do: it offers neither --max-length (a sentence longer " +
+              "than the model reads is refused) nor --no-carry; its beam search uses the " +
+              "length penalty set here, where labformer translate --beam uses none (α = 0 " +
+              "gives its output)."
     },
     zh: {
       intro: "输入一句由生成语料中的词组成的法语句子。本页训练的翻译器就在你的浏览器里运行，" +
-             "不向任何地方发送数据。",
+             "不向任何地方发送数据。它的译法与 labformer translate 相同（第 12 章）：逐句翻译，" +
+             "把模型没见过的数字、时刻和名字带到译文中，并给出同样的警告。",
       load: "加载模型并翻译", go: "翻译",
       loading: "正在加载模型……", ready: "模型已加载：{n} 个参数。",
       failed: "模型未能加载（{why}）。下面的例子是构建时预先算好的。",
       examples: "构建时预先算好的例子：", example: "例子",
       greedy: "贪心解码", beam: "束搜索", width: "束宽", alpha: "长度惩罚 α",
-      output: "译文：", unknown: "模型没见过的词（读作 <unk>）：",
+      output: "译文：", unknown: "不在词表中、读作 <unk> 的词：",
+      names: "不在模型词表中、按原样（作为名字）带到译文中的词：",
+      lost: "没能带到译文中的内容：", note: "提示：",
+      nothing: "译文为空：模型还没有学会翻译这句话。",
+      flagged: "很可能译错了：", assessed: "分数：{score}（每个词元的平均对数概率，即 " +
+              "labformer translate --scores 打印的值）。",
+      sentence: "第 {n} 句，模型读入的样子：",
       tokens: "读入的词元：", cross: "贪心译文的交叉注意力",
       layer: "层", head: "头", query: "查询", key: "键", weight: "权重",
       hyps: "束中的假设", score: "得分", logp: "对数概率",
       unfinished: "（在长度上限内没有 EOS）", none: "（空：第一个词元就是 EOS）", time: "在本浏览器中用时 {ms} 毫秒。",
       empty: "请先输入一句话。", long: "这句话超出了模型能读的长度。",
-      limits: "本页不做的事：它只读生成语料中的小写词（大写字母、弯撇号以及任何 Unicode " +
-              "形式的重音字母，都按 Python 翻译器的方式读入）；它不会像命令行那样把模型没见过" +
-              "的数字和名字搬到译文里（第 12 章）；用自己的句对训练的模型，分词只是近似。",
-      moses: "这个模型用 Moses 分词器训练，本页只能近似它：有些句子的切分会与 Python 不同。"
+      noword: "这一行没有任何单词：没有可翻译的内容。",
+      other: "这个模型文件不是生成这些例子时所用的那个：上面的例子和检查针对的是本书的模型。",
+      limits: "本页不做的事：它不提供 --max-length（超出模型长度的句子会被拒绝），也不提供 " +
+              "--no-carry；它的束搜索使用这里设定的长度惩罚，而 labformer translate --beam " +
+              "不用长度惩罚（α = 0 时两者输出相同）。"
     }
   };
 
@@ -598,22 +1330,35 @@
     return box;
   }
 
-  function fmt(template, values) {
-    return template.replace(/\{(\w+)\}/g, function (_, k) { return values[k]; });
+  // What labformer translate writes to standard error for a line (labformer/cli/
+  // translate.py, _translate_lines), with the score and the reasons of --scores.
+  function warnings(out, words, r, lang) {
+    var list = el("ul", "lf-live-warnings");
+    function add(kind, text) {
+      var li = el("li", "lf-live-warning", text);
+      li.setAttribute("data-lf-warning", kind);
+      list.appendChild(li);
+    }
+    var unknown = unique(r.unknown).sort();
+    if (unknown.length) add("unknown", words.unknown + unknown.join(", "));
+    if (r.names.length) add("names", words.names + unique(r.names).join(", "));
+    if (r.lost.length) add("lost", words.lost + r.lost.join(", "));
+    r.notes.forEach(function (note) {
+      var date = /^the date (\S+) is written as in French/.exec(note);
+      add("note", words.note + (lang === "zh" && date ? "日期 " + date[1] + " 按法语的写法，" +
+                                "即日/月/年（在美国读作月/日）" : note));
+    });
+    if (!r.text) add("nothing", words.nothing);
+    if (r.flagged) {
+      add("flagged", words.flagged + r.why.map(function (x) { return reasonText(x, lang); })
+        .join(lang === "zh" ? "；" : "; "));
+    }
+    if (list.childNodes.length) out.appendChild(list);
+    out.appendChild(el("p", "lf-live-assessed", fmt(words.assessed, { score: r.score.toFixed(4) })));
   }
 
-  // Shows one result (precomputed or live) in the output area.
-  function show(out, words, r, live) {
-    out.textContent = "";
-    out.setAttribute("data-lf-source", r.source);
-    var line = el("p", "lf-live-output");
-    line.appendChild(el("strong", "", words.output));
-    var text = r.text !== undefined ? r.text : r.greedy;
-    line.appendChild(el("span", "lf-live-text", text));
-    if (!text) line.appendChild(el("span", "lf-live-none", words.none));
-    out.appendChild(line);
-    if (live) out.appendChild(el("p", "lf-live-time", fmt(words.time, { ms: r.ms.toFixed(0) })));
-    if (r.unknown.length) out.appendChild(el("p", "lf-live-unknown", words.unknown + r.unknown.join(", ")));
+  // What the model did with one sentence (as it read it): tokens, attention, the beam.
+  function detail(out, words, r) {
     out.appendChild(el("p", "lf-live-tokens", words.tokens + r.src_tokens.join(" · ")));
     if (r.cross.length) {
       out.appendChild(el("h4", "", words.cross));
@@ -640,9 +1385,35 @@
     }
   }
 
+  // Shows one result in the output area: a precomputed example (the model's own output), or
+  // a live one (Model.translateLine: the translation, its warnings, each sentence's detail).
+  function show(out, words, r, live, lang) {
+    out.textContent = "";
+    out.setAttribute("data-lf-source", r.source);
+    var line = el("p", "lf-live-output");
+    line.appendChild(el("strong", "", words.output));
+    var text = r.text !== undefined ? r.text : r.greedy;
+    line.appendChild(el("span", "lf-live-text", text));
+    if (!text) line.appendChild(el("span", "lf-live-none", words.none));
+    out.appendChild(line);
+    if (!live) {
+      if (r.unknown.length) out.appendChild(el("p", "lf-live-unknown", words.unknown + r.unknown.join(", ")));
+      detail(out, words, r);
+      return;
+    }
+    out.appendChild(el("p", "lf-live-time", fmt(words.time, { ms: r.ms.toFixed(0) })));
+    warnings(out, words, r, lang);
+    r.details.forEach(function (d, k) {
+      if (r.details.length > 1) {
+        out.appendChild(el("h4", "lf-live-sentence", fmt(words.sentence, { n: k + 1 }) + r.parts[k][0]));
+      }
+      detail(out, words, d);
+    });
+  }
+
   function build(root) {
     if (root.getAttribute("data-lf-state")) return;
-    var words = TEXT[edition()];
+    var lang = edition(), words = TEXT[lang];
     var data = root.querySelector("script.lf-live-examples");
     var examples = data ? JSON.parse(data.textContent) : [];
     var fallback = root.querySelector(".lf-live-fallback");
@@ -693,7 +1464,7 @@
         b.type = "button";
         b.addEventListener("click", function () {
           input.value = ex.source;
-          if (model) run(); else show(out, words, ex, false);
+          if (model) run(); else show(out, words, ex, false, lang);
         });
         pick.appendChild(b);
         if (i === 0) b.setAttribute("aria-pressed", "true");
@@ -703,15 +1474,15 @@
     var out = el("div", "lf-live-result");
     root.appendChild(out);
     root.appendChild(el("p", "lf-live-limits", words.limits));
-    if (examples.length) show(out, words, examples[0], false);
+    if (examples.length) show(out, words, examples[0], false, lang);
 
     var model = null;
     function run() {
       try {
         var K = Math.max(1, Math.min(8, Math.round(Number(width[1].value) || 1)));
         var a = Math.max(0, Math.min(2, Number(alpha[1].value) || 0));
-        var r = model.translate(input.value, mode.value, K, a);
-        show(out, words, r, true);
+        var r = model.translateLine(input.value, mode.value, K, a);
+        show(out, words, r, true, lang);
         root.setAttribute("data-lf-state", "ready");
       } catch (e) {
         status.textContent = e instanceof RangeError ? words[e.message] || String(e) : String(e);
@@ -732,8 +1503,15 @@
         }
         model = m;
         button.textContent = words.go;
-        status.textContent = fmt(words.ready, { n: m.parameters.toLocaleString() }) +
-          (m.srcText.kind === "moses" ? " " + words.moses : "");
+        status.textContent = fmt(words.ready, { n: m.parameters.toLocaleString() });
+        // Another model than the examples' (labformer export of another checkpoint): said
+        // once, and the examples (the book's model's outputs) hidden.
+        var made = root.getAttribute("data-lf-weights-sha256");
+        if (made && m.weightsSha256 !== made) {
+          root.setAttribute("data-lf-other-model", "true");
+          root.insertBefore(el("p", "lf-live-other", words.other), status);
+          pick.hidden = true;
+        }
         run();
       });
     });
@@ -761,7 +1539,8 @@
     document.head.appendChild(tag);
   }
 
-  window.labformerLive = { tokenize: tokenize, detokenize: detokenize, Model: Model, load: load };
+  window.labformerLive = { tokenize: tokenize, detokenize: detokenize, Model: Model, load: load,
+                           Carry: Carry, splitSentences: splitSentences, reasonText: reasonText };
 
   function init() { document.querySelectorAll(".lf-live").forEach(build); }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
