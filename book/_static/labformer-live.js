@@ -16,8 +16,8 @@
 
    Numbers are labformer's: the test tests/test_live.py runs this file in Chromium against
    PyTorch on the same checkpoint (logits, attention weights, greedy and beam outputs,
-   tokenisation, and the command line's translations and warnings on tests/data/
-   live_parity.txt). window.labformerLive exposes the pieces it calls. */
+   tokenisation), and against the command line's translations and warnings on the inputs of
+   tests/data/live_parity.txt. window.labformerLive exposes the pieces it calls. */
 (function () {
   "use strict";
 
