@@ -205,6 +205,32 @@ MUTANTS: list[Mutant] = [
            "14_recipe_baseline", "book/14_recipe_baseline.ipynb",
            "return min(step / warmup, (warmup / step) ** 0.5)",
            "return min(1.0, (warmup / step) ** 0.5)"),
+    # Chapter 15, the language model: the package's parts it checks, and its own solutions.
+    Mutant("lm-causal-mask", "the language model's causal mask is off by one: each position "
+           "sees the next", "15_language_model", "lm.py",
+           "mask = causal_mask(offset + T, tokens.device)[offset:]  # (T, offset + T)",
+           "mask = torch.ones(T, offset + T, dtype=torch.bool,\n"
+           "                              device=tokens.device).tril(offset + 1)"),
+    Mutant("top-k-plus-one", "top-k sampling keeps k + 1 tokens", "15_language_model",
+           "sampling.py",
+           "keep[..., top_k:] = False",
+           "keep[..., top_k + 1:] = False"),
+    Mutant("bpe-merge-order", "BPE encodes with the merges latest first, not in the order "
+           "learned", "15_language_model", "data/bpe.py",
+           "key=lambda p: self.ranks.get(p, len(self.vocab)))",
+           "key=lambda p: -self.ranks.get(p, -1))"),
+    Mutant("rope-values", "rotary positions rotate the values too", "15_language_model",
+           "multihead.py",
+           "q, k = self.rotary(q, offset), self.rotary(k, offset)",
+           "q, k, v = self.rotary(q, offset), self.rotary(k, offset), self.rotary(v, offset)"),
+    Mutant("solution-lm-mask-first-rows", "the book's language-model mask takes the first T "
+           "rows, not the last", "15_language_model", "book/15_language_model.ipynb",
+           "return torch.ones(offset + T, offset + T, dtype=torch.bool).tril()[offset:]",
+           "return torch.ones(offset + T, offset + T, dtype=torch.bool).tril()[:T]"),
+    Mutant("solution-top-k-plus-one", "the book's top-k filter keeps k + 1 tokens",
+           "15_language_model", "book/15_language_model.ipynb",
+           "keep = keep.scatter(-1, order[..., :k], True)",
+           "keep = keep.scatter(-1, order[..., :k + 1], True)"),
 ]
 
 # Real bugs that no chapter catches yet: run only when named (python tests/mutants.py NAME).
