@@ -171,9 +171,16 @@ test-notebooks: venv
 # As root, JupyterLab needs --allow-root; LAB_ARGS passes more options, for example
 # make lab LAB_ARGS="--no-browser --port 8890".
 LAB_ARGS ?=
+# JupyterLab reads custom CSS only from its user config folder (custom/custom.css): `make lab`
+# gives it one inside .venv with the book's styles for JupyterLab (book/_ext/lab/custom.css),
+# and still reads your own Jupyter config (~/.jupyter, or $$JUPYTER_CONFIG_DIR) from the path.
+LAB_CONFIG := $(CURDIR)/$(VENV)/etc/labformer-lab
 lab: venv
-	$(VENV)/bin/jupyter lab --notebook-dir=book $(if $(filter 0,$(shell id -u)),--allow-root) \
-	  $(LAB_ARGS)
+	@mkdir -p $(LAB_CONFIG)/custom && cp book/_ext/lab/custom.css $(LAB_CONFIG)/custom/custom.css
+	JUPYTER_CONFIG_PATH="$${JUPYTER_CONFIG_DIR:-$$HOME/.jupyter}$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" \
+	  JUPYTER_CONFIG_DIR=$(LAB_CONFIG) \
+	  $(VENV)/bin/jupyter lab --notebook-dir=book $(if $(filter 0,$(shell id -u)),--allow-root) \
+	  --custom-css $(LAB_ARGS)
 
 bench: venv
 	$(PY) -m bench

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -67,6 +68,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory):
     """JupyterLab serving the repository root, as `make lab` runs it; its URL."""
     tmp = tmp_path_factory.mktemp("lab")
     _lab_settings(tmp / "settings")
+    # as `make lab`: the book's styles for JupyterLab in the user config folder's custom/
+    (tmp / "config" / "custom").mkdir(parents=True)
+    shutil.copy(ROOT / "book" / "_ext" / "lab" / "custom.css", tmp / "config" / "custom")
     port = _free_port()
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp / "config"),
            "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"), "TQDM_DISABLE": "1"}
@@ -74,7 +78,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory):
                "--ServerApp.ip=127.0.0.1", "--IdentityProvider.token=",
                "--ServerApp.password=", f"--ServerApp.root_dir={ROOT}",
                f"--LabApp.user_settings_dir={tmp / 'settings'}",
-               f"--LabApp.workspaces_dir={tmp / 'workspaces'}", "--LabApp.news_url="]
+               f"--LabApp.workspaces_dir={tmp / 'workspaces'}", "--LabApp.news_url=",
+               # as `make lab`: the book's styles for JupyterLab (book/_ext/lab/custom.css)
+               "--custom-css"]
     if os.geteuid() == 0:
         command.append("--allow-root")
     log = (tmp / "lab.log").open("w")
@@ -109,7 +115,8 @@ READ_PAGE = """() => {
   // the chapter on screen only: JupyterLab keeps other open notebooks in the page, hidden
   const root = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook');
   if (!root) return {cells: 0, running: 0, markdown: [], unrendered: 1, codes: [],
-                     inputsCollapsed: 0, outputsCollapsed: 0, figures: 0, errors: []};
+                     inputsCollapsed: 0, outputsCollapsed: 0, figures: 0, errors: [],
+                     smallFigures: [], tallies: []};
   const cells = [...root.querySelectorAll('.jp-Cell')];
   const markdown = cells.filter(c => c.classList.contains('jp-MarkdownCell'));
   return {
@@ -124,6 +131,24 @@ READ_PAGE = """() => {
     outputsCollapsed: root.querySelectorAll('.jp-OutputPlaceholder').length,
     figures: markdown.flatMap(c => [...c.querySelectorAll('figure')])
                      .filter(f => f.querySelector('img, svg')).length,
+    // a figure's picture drawn as a picture, not as an icon: an image at least half the
+    // figure's width (up to 640 px), an explorer (HTML) at least 100 px high
+    smallFigures: markdown.flatMap(c => [...c.querySelectorAll('figure')]).filter(f => {
+      const img = f.querySelector('.jp-RenderedSVG > img, .jp-RenderedImage > img');
+      if (img) return img.getBoundingClientRect().width
+                      < 0.5 * Math.min(f.getBoundingClientRect().width, 640);
+      const value = f.querySelector('.myst-RenderedExpression');
+      return !value || value.getBoundingClientRect().height < 100;
+    }).map(f => f.id || '?'),
+    // a block of checks reads "✓ 7 checks hold: the first claim" (the tally set off)
+    // (the tick and the colon are the stylesheet's generated content, which innerText omits)
+    tallies: [...root.querySelectorAll('details.lf-evidence > summary')].slice(0, 3).map(s => {
+      const tally = s.querySelector('.lf-tally'), lead = s.querySelector('.lf-lead');
+      const css = (e, p) => (getComputedStyle(e, p).content || '').replace(/^"|"$/g, '');
+      const after = css(tally, '::after');
+      return css(tally, '::before') + tally.innerText +
+             (lead && lead.offsetParent ? (after === 'none' ? '' : after) + lead.innerText : '');
+    }),
     errors: [...root.querySelectorAll(
       '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')]
       .map(e => e.innerText).filter(t => /Traceback|Error/.test(t)),
@@ -217,6 +242,13 @@ def test_chapters_read_run_and_check_in_jupyterlab(lab: str) -> None:
             assert opened["inputsCollapsed"] == want_inputs, chapter
             assert state["figures"] == want_figures > 0, (
                 f"{chapter}: {state['figures']} figures drawn of {want_figures}")
+            assert not state["smallFigures"], (
+                f"{chapter}: figures drawn as icons, not pictures: {state['smallFigures']}")
+            tally = re.compile(r"[✓✗] \d+ (?:of \d+ )?checks? (?:holds?|fail)"
+                               r"(?:, \d+ left out)?(?:$|: \S)")
+            assert state["tallies"] and all(tally.match(t) for t in state["tallies"]), (
+                f"{chapter}: a block of checks does not read '✓ N checks hold: ...': "
+                f"{state['tallies']}")
             page.close()
     # Nothing was written into the checkout.
     assert files == {c: (ROOT / "book" / f"{c}.ipynb").read_bytes() for c in CHAPTERS}
