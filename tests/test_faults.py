@@ -299,6 +299,16 @@ def test_valid_equal_to_pairs_is_refused(capsys, tmp_path):
 # ------------------------------------------------------------ signals at each phase of a run
 
 
+@pytest.fixture(autouse=True)
+def _ctrl_c_raises():
+    """Ctrl-C raises KeyboardInterrupt in these tests however pytest was started: a process
+    started in the background by a non-interactive shell inherits SIGINT ignored, and Python
+    then installs no handler for it (as it should for `labformer train &`)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def _kill(sig: signal.Signals) -> None:
     os.kill(os.getpid(), sig)
     time.sleep(1)  # the handler runs at the next bytecode: it raises before this ends
@@ -380,8 +390,11 @@ def _cli(*argv: str, **kwargs) -> subprocess.Popen:
              "def started(argv):\n    print('ready', flush=True)\n    return real(argv)\n"
              "c._main = started; sys.exit(c.main(sys.argv[1:]))")
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    # SIGINT at its default in the child whatever this process inherited (see _ctrl_c_raises)
     return subprocess.Popen([sys.executable, "-c", child, *argv], env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+                            **kwargs)
 
 
 @pytest.mark.parametrize("delay", [0.0, 0.3, 1.0])

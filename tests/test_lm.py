@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 
 import pytest
 import torch
@@ -412,7 +411,6 @@ def test_swiglu_is_its_formula():
 
 @pytest.mark.parametrize("modern", [False, True])
 def test_a_tiny_language_model_learns_a_toy_sequence(modern):
-    start = time.perf_counter()
     torch.manual_seed(0)
     model = LanguageModel(V, D, H, L, F_, 32, num_kv_heads=2 if modern else None,
                           **(LanguageModelConfig.MODERN if modern else {}))
@@ -430,4 +428,3 @@ def test_a_tiny_language_model_learns_a_toy_sequence(modern):
         optimizer.step()
         losses.append(loss.item())
     assert losses[-1] < 0.25 * losses[0]
-    assert time.perf_counter() - start < 5.0
