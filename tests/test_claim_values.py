@@ -99,7 +99,7 @@ CHAPTERS = ["01_seq2seq_attention.html", "02_self_attention.html", "03_scaling.h
             "04_multi_head.html", "05_positional_encoding.html", "06_residual_norm.html",
             "07_transformer.html", "08_decoder_masks.html", "09_loss.html",
             "10_beam_search.html", "11_translator.html", "12_own_pairs.html",
-            "13_ablations.html", "14_recipe_baseline.html"]
+            "13_ablations.html", "14_recipe_baseline.html", "15_language_model.html"]
 
 
 @pytest.mark.parametrize("name", [

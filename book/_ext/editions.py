@@ -28,7 +28,7 @@ LOCALE_DIR = ROOT / "book" / "locales"
 TITLE = {"zh_CN": "labformer：注意力机制与 Transformer，逐段执行"}
 #: The table of contents' part captions (_toc.yml), which no catalogue holds.
 CAPTIONS = {"zh_CN": {"Attention": "注意力", "The Transformer": "Transformer",
-                      "Appendix": "附录"}}
+                      "Beyond the translator": "翻译器之外", "Appendix": "附录"}}
 #: Sphinx settings that hold words the reader sees (the toggle hints, the search box), in the
 #: edition's language (labformer_book.py translates hidden cells' prompts); the English edition
 #: keeps the defaults.
