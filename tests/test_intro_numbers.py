@@ -1,4 +1,4 @@
-"""The introduction's count of checks, and the false-alarm rates it derives, match the built book."""
+"""The intro's count of checks, and the false-alarm rates it derives, match the built book."""
 
 from __future__ import annotations
 
