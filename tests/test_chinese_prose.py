@@ -42,6 +42,11 @@ BANNED = {
     r"变换器": "Transformer, untranslated and without a gloss",
     r"像 ?\$?T[^，。；]{0,8}一样增长": "与 T 成正比 / 随 T 线性增长",
     r"饿死": "(say what vanishes: 梯度几乎消失)",
+    r"文法": "语法 (grammar)",
+    r"语料级": "语料库级",
+    r"挂钟|实际时间": "墙钟时间 (wall-clock time)",
+    r"注意力浏览器": "注意力查看器 (an explorer of attention, not a web browser)",
+    r"(?<=[0-9`}]) %": "12.5% (no space before % in Chinese text)",
 }
 #: The Chinese title of the book (book/_ext/editions.py TITLE, the intro's heading, the README).
 TITLE = "注意力机制与 Transformer，逐段执行"

@@ -34,6 +34,8 @@ CAPTIONS = {"zh_CN": {"Attention": "注意力", "The Transformer": "Transformer"
 #: keeps the defaults.
 UI = {"zh_CN": {"togglebutton_hint": "点击显示", "togglebutton_hint_hide": "点击隐藏"}}
 SEARCH_BAR = {"zh_CN": "搜索本书…"}
+#: The footer's author line ("作者：" is the theme's): in the edition's language.
+AUTHOR = {"zh_CN": "labformer 的作者们"}
 #: One gettext catalogue per page, no source line numbers (they churn on every edit).
 GETTEXT = {"gettext_compact": False, "gettext_location": False, "gettext_uuid": False}
 
@@ -55,6 +57,7 @@ def edition_config(edition: str) -> dict[str, Any]:
         config["execute"]["execute_notebooks"] = "off"
     if language in TITLE and draft in {"", "draft"}:
         config["title"] = TITLE[language]
+        config["author"] = AUTHOR[language]
         sphinx["config"]["language"] = language
         sphinx["config"]["locale_dirs"] = [str(LOCALE_DIR)]
         sphinx["config"].update(UI[language])
