@@ -28,8 +28,10 @@ from typing import Any, Literal
 
 __all__ = [
     "ABLATION_PARTS",
+    "CELL_OPACITY",
     "DEEP",
     "MAX_WIDTH",
+    "MIN_CONTRAST",
     "MIN_FONT",
     "ROLE_COLOURS",
     "Diagram",
@@ -40,8 +42,10 @@ __all__ = [
     "beam_step",
     "block_map",
     "bottleneck",
+    "cell_text_contrasts",
     "carry_numbers",
     "clock_hands",
+    "contrast",
     "decoding_modes",
     "decoder_only",
     "has_chinese",
@@ -50,6 +54,7 @@ __all__ = [
     "model_map",
     "multi_head",
     "output_to_word",
+    "over_white",
     "positional_rows",
     "qkv_projection",
     "masks_in_model",
@@ -81,6 +86,10 @@ MIN_FONT = 13
 #: Widest diagram, in px: narrower than the book's content column at a 1280 px window.
 MAX_WIDTH = 640
 INK = "#222222"
+#: Opacity of a vector's cells over the white panel: light enough that INK written in them keeps
+#: a contrast of at least :data:`MIN_CONTRAST` in every role's colour (WCAG's ratio for text).
+CELL_OPACITY = 0.7
+MIN_CONTRAST = 4.5
 #: Fonts of the diagrams' text: the book's system fonts, with a CJK font for the Chinese edition.
 FONTS = "DejaVu Sans, WenQuanYi Micro Hei, Noto Sans CJK SC, Microsoft YaHei, sans-serif"
 MUTED = "#555555"
@@ -111,6 +120,26 @@ class Picture:
 
     def _repr_svg_(self) -> str:
         return self.svg
+
+
+def _luminance(colour: str) -> float:
+    """WCAG's relative luminance of a "#rrggbb" colour."""
+    def linear(c: float) -> float:
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+    r, g, b = (int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5))
+    return 0.2126 * linear(r) + 0.7152 * linear(g) + 0.0722 * linear(b)
+
+
+def contrast(foreground: str, background: str) -> float:
+    """WCAG's contrast ratio of two "#rrggbb" colours, from 1 to 21."""
+    high, low = sorted((_luminance(foreground), _luminance(background)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def over_white(colour: str, opacity: float) -> str:
+    """The colour that ``colour`` at ``opacity`` shows on the white panel, as "#rrggbb"."""
+    channels = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    return "#" + "".join(f"{round(opacity * c + (1 - opacity) * 255):02x}" for c in channels)
 
 
 def _width(text: str, size: float) -> float:
@@ -273,11 +302,11 @@ def _svg_item(kind: str, a: dict[str, object], lang: Lang) -> str:
         parts = [f'<g class="lf-vector" data-name="{html.escape(str(a["name"]))}">']
         for i, t in enumerate(texts):
             parts.append(f'<rect x="{_f(x + i * w)}" y="{_f(y)}" width="{_f(w)}" '
-                         f'height="{_f(h)}" fill="{a["colour"]}" fill-opacity="0.85" '
-                         'stroke="#ffffff" stroke-width="1.5"/>')
+                         f'height="{_f(h)}" fill="{a["colour"]}" '
+                         f'fill-opacity="{CELL_OPACITY}" stroke="#ffffff" stroke-width="1.5"/>')
             if t:
                 parts.append(f'<text x="{_f(x + (i + 0.5) * w)}" y="{_f(y + h / 2 + 4.5)}" '
-                             f'font-size="{a["size"]}" text-anchor="middle" fill="#ffffff" '
+                             f'font-size="{a["size"]}" text-anchor="middle" fill="{INK}" '
                              f'class="lf-value">{t}</text>')
         parts.append("</g>")
         return "".join(parts)
@@ -344,6 +373,27 @@ def read_values(picture: Picture | str, name: str) -> list[float]:
         if g.get("data-name") == name and g.get("class") == "lf-vector":
             return [float(t.text or "nan") for t in g.iter(f"{_NS}text")]
     raise KeyError(f"no vector named {name!r} in the diagram")
+
+
+def cell_text_contrasts(picture: Picture | str) -> list[tuple[str, float]]:
+    """Every text written in a vector's cell, with its contrast against the cell's colour on
+    the white panel (the cell that holds the text's anchor point)."""
+    root = _root(picture)
+    cells = []
+    for group in root.iter(f"{_NS}g"):
+        if group.get("class") != "lf-vector":
+            continue
+        for rect in group.iter(f"{_NS}rect"):
+            x, y, w, h = (float(rect.get(k, "0")) for k in ("x", "y", "width", "height"))
+            cells.append((x, y, w, h, over_white(rect.get("fill", "#ffffff"),
+                                                 float(rect.get("fill-opacity", "1")))))
+    out = []
+    for text in root.iter(f"{_NS}text"):
+        tx, ty = float(text.get("x", "0")), float(text.get("y", "0")) - 4
+        inside = [c for c in cells if c[0] <= tx <= c[0] + c[2] and c[1] <= ty <= c[1] + c[3]]
+        if inside and text.text:
+            out.append((text.text, contrast(text.get("fill", INK), inside[-1][4])))
+    return out
 
 
 def read_texts(picture: Picture | str, kind: str) -> list[str]:
@@ -1010,14 +1060,14 @@ def decoding_modes(tokens: Sequence[str], forced: Sequence[int],
         d.vector(x_in, y, length, role="embedding", name=name, cell=cell)
         for j in range(length):
             d.text(x_in + (j + 0.5) * cell, y + 17, tokens[j], kind="token", size=13,
-                   colour="#ffffff")
+                   colour=INK)
         d.arrow(x_in + length * cell + 4, y + 12, x_dec - 4, y + 12)
         d.box(x_dec, y - 3, 70, 30, Label("decoder", "解码器"), role="neutral", size=13)
         d.arrow(x_dec + 74, y + 12, x_out - 4, y + 12)
         d.vector(x_out, y, len(outputs), role="output", name=f"{name}_out", cell=cell)
         for j, t in enumerate(outputs):
             d.text(x_out + (j + 0.5) * cell, y + 17, t, kind="token", size=13,
-                   colour="#ffffff")
+                   colour=INK)
 
     d.text(4, 20, Label("teacher forcing: one pass over the gold prefix",
                         "教师强制：对标准前缀只算一遍"), anchor="start", kind="title", bold=True)
@@ -1274,7 +1324,7 @@ def translation_pipeline(sentence: str, src_tokens: Sequence[str], src_ids: Sequ
     def tokens(y: float, words: Sequence[str], name: str, kind: str, role: str) -> None:
         d.vector(left, y, len(words), role=role, name=name, cell=cell)
         for j, w in enumerate(words):
-            d.text(left + (j + 0.5) * cell, y + 17, w, kind=kind, size=13, colour="#ffffff")
+            d.text(left + (j + 0.5) * cell, y + 17, w, kind=kind, size=13, colour=INK)
 
     tokens(ys[1], src_tokens, "src_tokens", "src_token", "embedding")
     d.vector(left, ys[2], [float(i) for i in src_ids], role="embedding", name="src_ids",
@@ -1352,7 +1402,7 @@ def carry_numbers(source: Sequence[str], prepared: Sequence[str], raw: Sequence[
             number = _is_number(t)
             role = ("weight" if t in own else "neutral") if number else side
             d.vector(x, y, 1, role=role, name=f"{name}{j}", cell=w)
-            d.text(x + w / 2, y + 17, t, kind=name, size=13, colour="#ffffff", bold=number)
+            d.text(x + w / 2, y + 17, t, kind=name, size=13, colour=INK, bold=number)
             x += w + gap
         if r < 3:
             d.arrow(left + 14, y + 28, left + 14, y + pitch - 4, steps[r], kind="step")

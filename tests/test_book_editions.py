@@ -303,6 +303,53 @@ _FONT_JS = """
 """
 
 
+_SWITCH_JS = """
+() => { const s = document.querySelector('.lf-language-switch a');
+        const bar = document.querySelector('.bd-header-article');
+        if (!s || !bar) return null;
+        const r = s.getBoundingClientRect(), b = bar.getBoundingClientRect();
+        const under = Array.from(document.querySelectorAll(
+            '.bd-article p, .bd-article figure, .bd-article pre, .bd-article li'))
+          .filter(e => !e.closest('.lf-language-switch') && !e.closest('.bd-header-article'))
+          .map(e => e.getBoundingClientRect())
+          .filter(e => e.width && r.left < e.right && e.left < r.right
+                       && r.top < e.bottom && e.top < r.bottom && e.top >= b.bottom).length;
+        return {visible: r.width > 0 && r.top >= 0 && r.bottom <= innerHeight,
+                in_bar: r.top >= b.top && r.bottom <= b.bottom && r.left >= b.left
+                        && r.right <= b.right, under: under}; }
+"""
+
+
+def test_the_language_switch_stays_in_reach_and_covers_no_text(html_dir: Path,
+                                                                 server: str) -> None:
+    """Chapter 3 in both editions, at 1280 and 400 px, scrolled to 12 places from top to
+    bottom: at each the switch is in view, in the article's header bar (which stays at the
+    top), and over no paragraph, figure, code block or list item of the chapter."""
+    problems: list[str] = []
+    with chromium() as browser:
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        try:
+            for edition in ("", f"{ZH}/"):
+                page.goto(f"{server}/{edition}book/03_scaling.html", wait_until="load")
+                for width in (1280, 400):
+                    page.set_viewport_size({"width": width, "height": 900})
+                    height = page.evaluate("() => document.documentElement.scrollHeight")
+                    for k in range(12):
+                        y = round(k * (height - 900) / 11)
+                        page.evaluate(f"() => window.scrollTo(0, {y})")
+                        page.wait_for_timeout(50)
+                        got = page.evaluate(_SWITCH_JS)
+                        where = f"{edition}book/03_scaling.html at {width} px, y = {y}"
+                        if got is None:
+                            problems.append(f"{where}: no language switch")
+                        elif not (got["visible"] and got["in_bar"]) or got["under"]:
+                            problems.append(f"{where}: {got}")
+        finally:
+            context.close()
+    assert not problems, "\n".join(problems[:12])
+
+
 def test_chinese_edition_in_chromium(html_dir: Path, server: str) -> None:
     """The switch both ways on every page (from mid-chapter, to the same section), a CJK font,
     no sideways scroll. (Chinese search: test_search_ranks_the_titled_chapter_first...)"""

@@ -264,3 +264,30 @@ def test_labels_are_escaped() -> None:
     svg = d.render().svg
     ET.fromstring(svg)
     assert re.search(r">x &lt; y &amp; z<", svg)
+
+
+def test_numbers_in_cells_keep_a_readable_contrast_in_every_role():
+    """WCAG's 4.5:1 for every text written in a cell, whatever the role's colour."""
+    for role, colour in dg.ROLE_COLOURS.items():
+        cell = dg.over_white(colour, dg.CELL_OPACITY)
+        assert dg.contrast(dg.INK, cell) >= dg.MIN_CONTRAST, role
+    d = dg.Diagram(400, 200, dg.Label("cells"))
+    for row, role in enumerate(dg.ROLE_COLOURS):
+        d.vector(4, 4 + 18 * row, [0.5, -1.25], role=role, name=role)
+    texts = dg.cell_text_contrasts(d.render())
+    assert len(texts) == 2 * len(dg.ROLE_COLOURS)
+    assert min(ratio for _, ratio in texts) >= dg.MIN_CONTRAST
+    # the check bites: white numbers, as the cells once had, fail it
+    white = d.render().svg.replace(f'fill="{dg.INK}" class="lf-value"',
+                                   'fill="#ffffff" class="lf-value"')
+    assert max(ratio for _, ratio in dg.cell_text_contrasts(white)) < dg.MIN_CONTRAST
+
+
+def test_tokens_written_over_cells_keep_a_readable_contrast():
+    picture = dg.translation_pipeline(
+        "le chat dort", ["le", "chat", "dort", "</s>"], [5, 6, 7, 2], (1, 4, 128),
+        [8, 9, 10, 2], ["the", "cat", "sleeps", "</s>"], "the cat sleeps",
+        dg.Label("greedy", "贪心")).render()
+    texts = dg.cell_text_contrasts(picture)
+    assert {"chat", "cat"} <= {t for t, _ in texts}
+    assert min(ratio for _, ratio in texts) >= dg.MIN_CONTRAST

@@ -4,7 +4,7 @@ language, and large enough to read at 1280 px and on a 400 px phone.
 
 `make book` builds both editions first. Like tests/test_book_html.py these tests never skip: a
 missing build, Playwright or Chromium is a failure. Screenshots of every diagram land in
-_build/screenshots/diagrams/ (en-1280, zh-1280, en-400).
+_build/screenshots/diagrams/ (en-1280, zh-1280, en-400, zh-400).
 """
 
 from __future__ import annotations
@@ -176,19 +176,30 @@ _MEASURE_JS = """
 (id) => { const f = document.getElementById(id); const img = f && f.querySelector('img');
           if (!img) return null; img.scrollIntoView();
           const r = img.getBoundingClientRect();
-          return {shown: r.width, natural: img.naturalWidth, right: r.right,
+          const box = img.closest('.lf-figure-scroll');
+          return {shown: r.width, natural: img.naturalWidth,
+                  right: (box || img).getBoundingClientRect().right, pans: Boolean(box),
+                  zoomable: img.classList.contains('lf-zoomable'),
                   viewport: document.documentElement.clientWidth,
                   scroll: document.documentElement.scrollWidth}; }
 """
+_ZOOMED_JS = """
+() => { const d = document.querySelector('dialog.lf-zoom[open] img');
+        return d ? d.getBoundingClientRect().width : null; }
+"""
+#: The smallest text a reader gets on a 400 px phone, in CSS px (the diagram pans sideways).
+PHONE_PX = 9
 
 
 def test_diagrams_read_at_1280_and_on_a_phone(html_dir: Path, server: str) -> None:
-    """In Chromium: at 1280 px (both editions) text shows at >= 11 px; at 400 px the diagram
-    fits the screen. A screenshot of each diagram in each setting. Each page is loaded once:
-    the English one is measured at 1280 px, then laid out again at 400 px."""
+    """In Chromium: at 1280 px (both editions) text shows at >= 11 px; at 400 px (both
+    editions) at >= 9 px, the diagram panning sideways inside its own box while the page does
+    not, and a tap opens it at full size. A screenshot of each diagram in each setting. Each
+    page is loaded once: measured at 1280 px, then laid out again at 400 px."""
     problems: list[str] = []
     # (edition, [(label, width), ...]): the widths each page of the edition is measured at
-    settings = [("", [("en-1280", 1280), ("en-400", 400)]), (ZH, [("zh-1280", 1280)])]
+    settings = [("", [("en-1280", 1280), ("en-400", 400)]),
+                (ZH, [("zh-1280", 1280), ("zh-400", 400)])]
     with chromium() as browser:
         context = browser.new_context(viewport={"width": 1280, "height": 900})
         page = context.new_page()
@@ -237,8 +248,17 @@ def _measure(page, where: str, fig: Figure, svg: Path, width: int, shots: Path,
         problems.append(f"{where}: laid out {got['viewport']} px wide, not {width}")
     scale = got["shown"] / got["natural"]
     smallest = min(_texts(svg)[1]) * scale
-    if width == 1280 and smallest < READABLE_PX:
+    if smallest < (READABLE_PX if width == 1280 else PHONE_PX) - 0.05:
         problems.append(f"{where}: text shows at {smallest:.1f} px")
     if got["right"] > got["viewport"] + 1 or got["scroll"] > got["viewport"] + 1:
         problems.append(f"{where}: sticks out of the screen ({got})")
     page.locator(f"#{fig.name}").screenshot(path=str(shots / f"{fig.name}.png"))
+    if width < 1280:  # a tap opens it at its full size; Escape closes it
+        if not got["pans"] or not got["zoomable"]:
+            problems.append(f"{where}: does not pan in its box or open on a tap ({got})")
+            return
+        page.locator(f"#{fig.name} img").first.click()
+        zoomed = page.evaluate(_ZOOMED_JS)
+        if zoomed is None or abs(zoomed - got["natural"]) > 1:
+            problems.append(f"{where}: a tap opened {zoomed} px, not {got['natural']} px")
+        page.keyboard.press("Escape")

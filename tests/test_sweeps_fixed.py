@@ -27,11 +27,19 @@ def _seed(spec: object) -> int:
 
 def verdict_seeds(data: dict) -> dict[str, list[int]]:
     """The seeds of each group of runs that decides a verdict, by the file's format."""
+    if "timings" in data:  # repeated timings of untrained models: no seed decides them
+        return {}
     runs = data["runs"]
     if "checked_budget" in data:  # chapter 14's curves: the paired seeds at one budget
         return {f"{model} at the {data['checked_budget']} budget":
                 [r["seed"] for r in runs if r["phase"] == "seeds" and r["model"] == model
                  and r["budget"] == data["checked_budget"]] for model in ("transformer", "gru")}
+    if runs and all(isinstance(r, dict) and "phase" in r for r in runs):
+        # tuning runs on their own seeds, then each model's seeds that decide
+        return {f"{model}'s {phase} runs": [r["seed"] for r in runs if r["phase"] == phase
+                                            and r["model"] == model]
+                for model in sorted({r["model"] for r in runs})
+                for phase in ("seeds",)}
     seeds = [_seed(r if not isinstance(r, dict) else r.get("seed", r.get("run")))
              for r in runs]
     return {"runs": seeds}
@@ -73,3 +81,10 @@ def test_the_rule_catches_an_appended_seed() -> None:
     assert "not one range" in str(fixed_in_advance(list(range(1, 20)) + [22]))
     assert verdict_seeds({"runs": ["1:default", "2:avx2"]}) == {"runs": [1, 2]}
     assert verdict_seeds({"runs": [{"run": "7:avx2"}]}) == {"runs": [7]}
+    tuned = [{"phase": "tuning", "model": "gru", "seed": s} for s in (101, 102, 103)]
+    swept = [{"phase": "seeds", "model": "gru", "seed": s} for s in range(1, 21)]
+    assert verdict_seeds({"runs": tuned + swept}) == {"gru's seeds runs": list(range(1, 21))}
+    late = verdict_seeds({"runs": tuned + swept + [{"phase": "seeds", "model": "gru",
+                                                      "seed": 77}]})
+    assert "[77] lie outside" in str(fixed_in_advance(late["gru's seeds runs"]))
+    assert verdict_seeds({"timings": [], "runs": []}) == {}

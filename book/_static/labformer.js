@@ -6,9 +6,11 @@
   "use strict";
   var SELECTOR = ".bd-content div.cell_output img, .bd-content figure img";
 
-  // The figures are 2x PNGs: shown at half their pixels on a phone (it scrolls), and as wide as
-  // the window allows, up to all their pixels, on a wide screen.
+  // The plots are 2x PNGs: shown at half their pixels on a phone (it scrolls), and as wide as
+  // the window allows, up to all their pixels, on a wide screen. A diagram (an SVG drawn at
+  // its reading size, labformer.diagrams) opens at its full size.
   function zoomWidth(img) {
+    if (img.closest(".lf-diagram")) return img.naturalWidth;
     return Math.max(img.naturalWidth / 2, Math.min(img.naturalWidth, window.innerWidth - 48));
   }
 
@@ -84,10 +86,12 @@
       dialog.close();
     }
   }, true);
-  // On a phone a wide figure pans instead of shrinking (labformer.css, max-width: 600px): its
-  // text is drawn at 11 px or more at its size (labformer.notebook.MIN_TEXT_PX) and is shown
-  // at PHONE_SCALE of it, 9 px or more. SVG diagrams (no width of their own) still fit.
+  // On a phone a wide figure pans instead of shrinking (labformer.css, max-width: 600px): a
+  // plot's text is drawn at 11 px or more at its size (labformer.notebook.MIN_TEXT_PX) and is
+  // shown at PHONE_SCALE of it, 9 px or more; a diagram's at 13 px or more
+  // (labformer.diagrams.MIN_FONT), shown at DIAGRAM_SCALE of it, 9 px or more.
   var PHONE_SCALE = 9 / 11;
+  var DIAGRAM_SCALE = 9 / 13;
   var HINT = document.documentElement.lang === "zh-CN" ? "\u2194 左右滑动看全图，轻点放大"
     : "\u2194 Swipe sideways for the rest; tap to enlarge";
 
@@ -102,8 +106,9 @@
 
   function pan() {
     document.querySelectorAll(SELECTOR).forEach(function (img) {
-      var asked = parseFloat(img.style.width);
-      if (!asked || img.closest(".lf-figure-scroll, .lf-diagram")) return;
+      var diagram = Boolean(img.closest(".lf-diagram"));
+      var asked = diagram ? img.naturalWidth : parseFloat(img.style.width);
+      if (!asked || img.closest(".lf-figure-scroll")) return;
       var link = img.parentElement.tagName === "A" ? img.parentElement : null;
       var inner = link || img;
       var outer = document.createElement("div");
@@ -115,7 +120,8 @@
       outer.appendChild(box);
       box.appendChild(inner);
       img.style.setProperty("--lf-asked-width", asked + "px");
-      img.style.setProperty("--lf-phone-width", Math.round(asked * PHONE_SCALE) + "px");
+      img.style.setProperty("--lf-phone-width",
+        Math.round(asked * (diagram ? DIAGRAM_SCALE : PHONE_SCALE)) + "px");
       box.addEventListener("scroll", function () {
         outer.classList.toggle("lf-more-right",
           box.scrollLeft + box.clientWidth < box.scrollWidth - 1);
@@ -123,8 +129,21 @@
     });
   }
 
+  // The language switch (labformer_book.py writes it at the top of the article) moves into the
+  // article's header bar, which stays in view while the chapter scrolls and covers no text.
+  function placeSwitch() {
+    var choice = document.querySelector(".bd-article .lf-language-switch");
+    var bar = document.querySelector(".bd-header-article .article-header-buttons");
+    if (!choice || !bar) return;
+    var item = document.createElement("div");
+    item.className = "lf-language-item";
+    item.appendChild(choice);
+    bar.insertBefore(item, bar.firstChild);
+  }
+
+  placeSwitch();
   pan();
-  document.addEventListener("DOMContentLoaded", pan);
+  document.addEventListener("DOMContentLoaded", function () { placeSwitch(); pan(); });
   window.addEventListener("load", function () { pan(); edges(); mark(); });
   window.addEventListener("resize", function () { edges(); mark(); });
 })();
