@@ -80,6 +80,7 @@ ROLE_COLOURS: dict[str, str] = {
     "embedding": DEEP[0], "position": DEEP[1], "query": DEEP[2], "key": DEEP[3],
     "value": DEEP[4], "output": DEEP[5], "weight": DEEP[6], "neutral": DEEP[7],
     "hidden": DEEP[8], "logit": DEEP[9],
+    "norm": "#4f6d7a",  # a slate of its own: layer norms appear in no plot
 }
 #: Smallest text in a diagram, in px at the SVG's own size (the book shows it at that size).
 MIN_FONT = 13
@@ -235,15 +236,29 @@ class Diagram:
               dashed: bool = False, colour: str = MUTED) -> None:
         """An arrow from (x1, y1) to (x2, y2); ``label`` (a shape, a step) beside its middle."""
         self.items.append(("line", {"x1": x1, "y1": y1, "x2": x2, "y2": y2,
-                                    "dashed": dashed, "colour": colour}))
+                                    "dashed": dashed, "colour": colour, "head": True}))
         if _label(label).en:
-            horizontal = abs(x2 - x1) >= abs(y2 - y1)
+            dx, dy = x2 - x1, y2 - y1
             mx, my = (x1 + x2) / 2, (y1 + y2) / 2
-            if horizontal:
+            if abs(dy) <= 0.2 * abs(dx):  # about horizontal: the label above it
                 self.text(mx, my + side, label, size=size, kind=kind, colour=MUTED)
-            else:
+            elif abs(dx) <= 0.2 * abs(dy):  # about vertical: the label to its right
                 self.text(mx + 6, my + size * 0.35, label, size=size, kind=kind,
                           anchor="start", colour=MUTED)
+            else:  # slanted: the label off its middle, on the side that keeps it clear
+                length = math.hypot(dx, dy)
+                nx, ny = dy / length, -dx / length  # a normal, turned to point up
+                if ny > 0:
+                    nx, ny = -nx, -ny
+                self.text(mx + 8 * nx, my + 8 * ny + (size * 0.35 if ny > -0.5 else 0),
+                          label, size=size, kind=kind, colour=MUTED,
+                          anchor="start" if nx >= 0 else "end")
+
+    def line(self, x1: float, y1: float, x2: float, y2: float, *,
+             colour: str = MUTED) -> None:
+        """A line without an arrowhead (a branch that arrows leave from)."""
+        self.items.append(("line", {"x1": x1, "y1": y1, "x2": x2, "y2": y2,
+                                    "dashed": False, "colour": colour, "head": False}))
 
     def circle(self, cx: float, cy: float, r: float, *, role: str = "neutral") -> None:
         self.items.append(("circle", {"cx": cx, "cy": cy, "r": r,
@@ -341,8 +356,8 @@ def _svg_item(kind: str, a: dict[str, object], lang: Lang) -> str:
     if kind == "line":
         dash = ' stroke-dasharray="5 3"' if a["dashed"] else ""
         return (f'<line x1="{_f(a["x1"])}" y1="{_f(a["y1"])}" x2="{_f(a["x2"])}" '
-                f'y2="{_f(a["y2"])}" stroke="{a["colour"]}" stroke-width="1.6"{dash} '
-                'marker-end="url(#lf-arrow)"/>')
+                f'y2="{_f(a["y2"])}" stroke="{a["colour"]}" stroke-width="1.6"{dash}'
+                + (' marker-end="url(#lf-arrow)"' if a.get("head", True) else "") + "/>")
     if kind == "circle":
         return (f'<circle cx="{_f(a["cx"])}" cy="{_f(a["cy"])}" r="{_f(a["r"])}" '
                 f'fill="{a["colour"]}" fill-opacity="0.1" stroke="{a["colour"]}" '
@@ -545,14 +560,15 @@ def qkv_projection(words: Sequence[str], d_model: int, d_k: int, d_v: int) -> Di
         d.vector(x0, cy - 12, d_model, role="embedding", name=f"x{j}", cell=cell)
         d.text(x0 + xw / 2, cy + 30, f"x{j + 1} {shape_text((d_model,))}", kind="shape",
                size=13, colour=MUTED)
+        x1, xb = x0 + xw + gap, x0 + xw + 36  # the projections branch off at xb
+        d.line(x0 + xw + 4, cy, xb, cy)
+        d.line(xb, cy - 40 + 12, xb, cy - 40 + 2 * 34 + 12)
         for r, (sym, role, n, zh) in enumerate((("Q", "query", d_k, "查询"),
                                                  ("K", "key", d_k, "键"),
                                                  ("V", "value", d_v, "值"))):
             y = cy - 40 + r * 34
-            x1 = x0 + xw + gap
-            d.arrow(x0 + xw + 6, cy, x1 - 6, y + 12)
-            d.text(x1 - 14, y + 7, f"× W^{sym} {shape_text((d_model, n))}", anchor="end",
-                   kind="shape", size=13, colour=MUTED)
+            d.arrow(xb, y + 12, x1 - 6, y + 12, f"× W^{sym} {shape_text((d_model, n))}",
+                    side=-5)
             d.vector(x1, y, n, role=role, name=f"{sym.lower()}{j}", cell=cell)
             d.text(x1 + n * cell + 8, y + 17, Label(f"{sym.lower()}{j + 1}",
                                                     f"{zh} {sym.lower()}{j + 1}"),
@@ -662,11 +678,13 @@ def multi_head(T: int, d_model: int, heads: int, d_k: int) -> Diagram:
     d.text(ccol + d_model * c / 2, cy + hh + 18,
            Label(f"concat {shape_text((T, d_model))}", f"拼接 {shape_text((T, d_model))}"),
            kind="shape", colour=MUTED)
-    wo_y = cy + hh + 30
-    d.matrix(ccol, wo_y, d_model, d_model, role="neutral", name="W^O", cell=c / 2)
-    d.text(ccol + d_model * c / 2 + 6, wo_y + d_model * c / 4 + 5,
-           f"W^O {shape_text((d_model, d_model))}", anchor="start", kind="shape",
-           colour=MUTED)
+    # W^O under the product's arrow, joining it from below
+    wo_y, jx = cy + hh + 30, (ccol + d_model * c + xs[4]) / 2
+    d.matrix(jx - d_model * c / 4, wo_y, d_model, d_model, role="neutral", name="W^O",
+             cell=c / 2)
+    d.text(jx, wo_y + d_model * c / 2 + 16, f"W^O {shape_text((d_model, d_model))}",
+           kind="shape", colour=MUTED)
+    d.arrow(jx, wo_y - 3, jx, cy + hh / 2 + 4)
     d.arrow(ccol + d_model * c + 4, cy + hh / 2, xs[4] - 4, cy + hh / 2)
     d.matrix(xs[4], cy, T, d_model, role="output", name="out", cell=c)
     d.text(xs[4], cy + hh + 18, Label(f"output {shape_text((T, d_model))}",
@@ -724,19 +742,27 @@ def positional_rows(x: Sequence[Sequence[float]], pe: Sequence[Sequence[float]],
         "that position's row of the encoding table gives the vector the first layer reads.",
         f"一个 {len(xs[0])} 维的例子，逐行画出：每个位置的词嵌入加上编码表中该位置的那一行，"
         "就是第一层读到的向量。"))
-    wx = max(vector_width(r) for r in xs + ps + os_)
-    cols = [86.0, 86 + wx + 34, 86 + 2 * wx + 68]
+    left, gap, n = 58.0, 28.0, len(xs[0])
+    # three vectors side by side within the picture: the cells narrow to fit, down to the
+    # width of their widest number
+    wx = min(max(vector_width(r) for r in xs + ps + os_),
+             (MAX_WIDTH - 4 - left - 2 * gap) / 3)
+    widest = max(_width(f"{v:.2f}", 13) for r in xs + ps + os_ for v in r)
+    if wx / n < widest + 2:
+        raise ValueError(f"{n} numbers a row do not fit three rows side by side")
+    cols = [left, left + wx + gap, left + 2 * wx + 2 * gap]
     for c, label in zip(cols, (Label("embedding", "词嵌入"), Label("+ position", "+ 位置编码"),
                                Label("= input", "= 输入")), strict=True):
         d.text(c + wx / 2, 18, label, kind="step", bold=True)
     for p in range(len(xs)):
         y = 32 + p * rowh
-        d.text(4, y + 17, Label(f"position {p}", f"位置 {p}"), anchor="start", kind="label")
-        d.vector(cols[0], y, xs[p], role="embedding", name=f"x{p}")
-        d.text(cols[1] - 17, y + 17, "+")
-        d.vector(cols[1], y, ps[p], role="position", name=f"pe{p}")
-        d.text(cols[2] - 17, y + 17, "=")
-        d.vector(cols[2], y, os_[p], role="output", name=f"in{p}")
+        d.text(4, y + 17, Label(f"pos {p}", f"位置 {p}"), anchor="start", kind="label")
+        for c, values, role, name in ((cols[0], xs[p], "embedding", "x"),
+                                      (cols[1], ps[p], "position", "pe"),
+                                      (cols[2], os_[p], "output", "in")):
+            d.vector(c, y, values, role=role, name=f"{name}{p}", cell=wx / n, fixed=True)
+        d.text(cols[1] - gap / 2, y + 17, "+")
+        d.text(cols[2] - gap / 2, y + 17, "=")
     return d
 
 
@@ -770,7 +796,7 @@ def residual_blocks(post: Sequence[str], pre: Sequence[str]) -> Diagram:
         for n, step in enumerate(order):
             y = height - 40 - (n + 1) * (bh + gap) + gap
             d.arrow(x + bw / 2, prev, x + bw / 2, y + bh + 2)
-            role = {"sublayer": "query", "norm": "position", "add": "neutral"}[step]
+            role = {"sublayer": "query", "norm": "norm", "add": "neutral"}[step]
             d.box(x, y, bw, bh, STEP_LABELS[step], role=role, kind="step")
             if step == "add":
                 add_y = y + bh / 2
@@ -822,9 +848,10 @@ def bottleneck(T: int, hidden: int) -> Diagram:
             for x in xs:
                 d.arrow(x + w / 2, y0 + 50, dx[1] + w / 2, y0 + 104,
                         colour=ROLE_COLOURS["weight"])
-            d.text(dx[1] + w / 2 + 8, y0 + 80, Label("weights α over all states",
-                                                    "对全部状态的权重 α"),
-                   anchor="start", kind="label", colour=MUTED)
+            for k, line in enumerate((Label("weights α", "权重 α"),
+                                      Label("over all states", "覆盖全部状态"))):
+                d.text(dx[1] + w / 2 + 8, y0 + 74 + 16 * k, line, anchor="start",
+                       kind="label", colour=MUTED)
     return d
 
 
@@ -949,8 +976,9 @@ def output_to_word(h: Sequence[float], logits: Sequence[float], words: Sequence[
         (Label(f"target, ε = {smoothing:g}", f"目标，ε = {smoothing:g}"), "target", ps,
          "neutral", 2),
     ]
-    for n, w in enumerate(words):
-        d.text(left + (n + 0.5) * cell, 22, w, kind="vocab", size=13, colour=MUTED)
+    for n, w in enumerate(words):  # the vocabulary over the first row with one cell a word
+        d.text(left + (n + 0.5) * cell, 34 + rowh - 6, w, kind="vocab", size=13,
+               colour=MUTED)
     for r, (label, name, values, role, digits) in enumerate(rows):
         y = 34 + r * rowh + (rowh if r == 3 else 0)
         d.text(4, y + 17, label, anchor="start", kind="step")
@@ -1132,7 +1160,7 @@ def model_map(encoder: Sequence[str], decoder: Sequence[str], shapes: dict[str, 
                anchor="end", kind="chapter", size=13, colour=MUTED)
 
     roles = {"self_attn": "query", "masked_attn": "query", "cross_attn": "key",
-             "ffn": "hidden", "norm": "position"}
+             "ffn": "hidden", "norm": "norm"}
     tops = []
     for col, (subs, title, _inp) in enumerate(((encoder, Label("encoder", "编码器"), "src"),
                                               (decoder, Label("decoder", "解码器"), "tgt"))):
@@ -1161,9 +1189,16 @@ def model_map(encoder: Sequence[str], decoder: Sequence[str], shapes: dict[str, 
     cross = [i for i, k in enumerate(decoder) if k == "cross_attn"]
     if cross:
         cy = height - 40 - 2 * (bh + gap) - (2 * cross[0] + 1) * (bh + gap) + bh / 2
-        d.text(ex - 4, ey - 48, Label(f"memory {shapes['memory']}", f"记忆 {shapes['memory']}"),
-               anchor="start", kind="shape", colour=MUTED, size=13)
-        d.arrow(ex + bw / 2 + 40, ey - 42, dx - 12, cy, colour=ROLE_COLOURS["key"])
+        # the memory leaves the top of the encoder's stack, runs up, across the channel
+        # between the columns and down, into the cross-attention's box
+        key = ROLE_COLOURS["key"]
+        mx, ry, channel = ex + bw - 16, ey - 30, (ex + bw + dx) / 2
+        d.line(mx, ey - 6, mx, ry, colour=key)
+        d.line(mx, ry, channel, ry, colour=key)
+        d.line(channel, ry, channel, cy, colour=key)
+        d.arrow(channel, cy, dx - 2, cy, colour=key)
+        d.text(mx - 6, ry - 6, Label(f"memory {shapes['memory']}", f"记忆 {shapes['memory']}"),
+               anchor="end", kind="shape", colour=MUTED, size=13)
     y = dy - 80
     d.arrow(dx + bw / 2, dy - 30, dx + bw / 2, y + bh + 3, shapes["logits"])
     part(dx, y, "generator", "logit")

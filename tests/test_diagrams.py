@@ -291,3 +291,18 @@ def test_tokens_written_over_cells_keep_a_readable_contrast():
     texts = dg.cell_text_contrasts(picture)
     assert {"chat", "cat"} <= {t for t, _ in texts}
     assert min(ratio for _, ratio in texts) >= dg.MIN_CONTRAST
+
+
+def test_the_positional_rows_fit_their_picture_with_wide_numbers():
+    """Four numbers of five characters a row: the three vectors narrow their cells to stay
+    inside the 640 px picture, and the numbers read back."""
+    rows = [[-1.73, 1.69, -0.29, 0.58]] * 4
+    picture = dg.positional_rows(rows, rows, rows).render()
+    root = ET.fromstring(picture.svg)
+    width = float(root.get("width"))
+    right = max(float(r.get("x")) + float(r.get("width"))
+                for r in root.iter("{http://www.w3.org/2000/svg}rect"))
+    assert right <= width - 2
+    assert dg.read_values(picture, "in3") == rows[3]
+    with pytest.raises(ValueError, match="do not fit"):
+        dg.positional_rows([[-100.25] * 6] * 2, [[0.0] * 6] * 2, [[0.0] * 6] * 2)

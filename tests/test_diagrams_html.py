@@ -262,3 +262,31 @@ def _measure(page, where: str, fig: Figure, svg: Path, width: int, shots: Path,
         if zoomed is None or abs(zoomed - got["natural"]) > 1:
             problems.append(f"{where}: a tap opened {zoomed} px, not {got['natural']} px")
         page.keyboard.press("Escape")
+
+
+_OUTSIDE_JS = """
+() => { const svg = document.querySelector('svg');
+        const w = svg.width.baseVal.value, h = svg.height.baseVal.value;
+        return Array.from(svg.querySelectorAll('text')).map(t => {
+            const b = t.getBBox();
+            return [t.textContent, b.x, b.y, b.x + b.width, b.y + b.height, w, h]; })
+          .filter(([, x0, y0, x1, y1, w, h]) => x0 < -0.5 || y0 < -0.5 || x1 > w + 0.5
+                                                || y1 > h + 0.5); }
+"""
+
+
+def test_no_drawn_text_lies_outside_its_picture(html_dir: Path, server: str) -> None:
+    """Every text of every diagram, both editions, measured by Chromium in the SVG file the
+    page shows (getBBox, in the picture's own px): none reaches past the picture's edges,
+    where a page would cut it off."""
+    problems = []
+    with chromium() as browser:
+        page = browser.new_page()
+        for edition in ("", ZH):
+            for rel, fig, svg in diagrams(html_dir, edition):
+                page.goto(f"{server}/{svg.resolve().relative_to(html_dir.resolve())}")
+                for text, x0, y0, x1, y1, w, h in page.evaluate(_OUTSIDE_JS):
+                    problems.append(f"{edition or 'en'} {rel} {fig.name}: {text!r} spans x "
+                                    f"{x0:.0f} to {x1:.0f}, y {y0:.0f} to {y1:.0f} in a "
+                                    f"{w:.0f} x {h:.0f} picture")
+    assert not problems, "\n".join(problems)
