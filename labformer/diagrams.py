@@ -502,7 +502,7 @@ def attention_walk(words: Sequence[str], x: Sequence[Sequence[float]],
         (Label("query q", "查询 q"), "q", qs, "query"),
         (Label("key k", "键 k"), "k", ks, "key"),
         (Label("value v", "值 v"), "v", vs, "value"),
-        (Label(f"score q{i + 1}·k", f"得分 q{i + 1}·k"), "score", [[s] for s in score],
+        (Label(f"score q{i + 1}·k", f"分数 q{i + 1}·k"), "score", [[s] for s in score],
          "weight"),
         (Label(f"÷ √d_k = {root:.2f}", f"除以 √d_k = {root:.2f}"), "scaled",
          [[s] for s in scaled], "weight"),
@@ -515,7 +515,7 @@ def attention_walk(words: Sequence[str], x: Sequence[Sequence[float]],
         f"key and value as cells, the scores, their division by the square root of {d_k}, "
         "the softmax weights, the weighted values and their sum z.",
         f"逐步计算单词“{words[i]}”的自注意力：每个词的嵌入、查询、键和值画成一排格子，"
-        f"然后是得分、除以 {d_k} 的平方根、softmax 权重、加权后的值以及它们的和 z。"))
+        f"然后是分数、除以 {d_k} 的平方根、softmax 权重、加权后的值以及它们的和 z。"))
     d.text(4, top_y - 6, Label("word", "单词"), anchor="start", kind="step", bold=True)
     for j, w in enumerate(words):
         d.text(left + (j + 0.5) * colw, top_y - 6, w, bold=True, kind="word")
@@ -551,7 +551,7 @@ def qkv_projection(words: Sequence[str], d_model: int, d_k: int, d_v: int) -> Di
         "z is the sum of the two values, weighted by the softmax of its query against each key.",
         f"两个词，各自的嵌入有 {d_model} 个格子；分别乘以 W^Q、W^K、W^V，得到 {d_k} 个格子的"
         f"查询和键，以及 {d_v} 个格子的值。第一个词的输出 z 是两个值的加权和，权重是它的查询"
-        "与每个键的得分经 softmax 后的结果。"))
+        "与每个键的分数经 softmax 后的结果。"))
     xw = d_model * cell
     for j, word in enumerate(words):
         cy = 52.0 + j * 112
@@ -965,7 +965,7 @@ def output_to_word(h: Sequence[float], logits: Sequence[float], words: Sequence[
         f"turns the scores into probabilities and the most probable word, '{words[best]}', is "
         "the output. Below, the smoothed target the loss compares the probabilities with.",
         f"解码器输出的向量有 {len(hs)} 个数，经过最后的线性层，为 {len(words)} 个词的词表中"
-        f"每个词给出一个得分（logit）；softmax 把得分变成概率，概率最大的词“{words[best]}”"
+        f"每个词给出一个分数（logit）；softmax 把分数变成概率，概率最大的词“{words[best]}”"
         "就是输出。下方是损失函数拿来与这些概率比较的平滑目标。"))
     cell = max(max(_width(w, 13) for w in words) + 6,
                max(vector_width([v], digits=2) for v in zs + probs + ps))
@@ -1276,9 +1276,9 @@ def scaling_softmax(rows: Sequence[tuple[int, Sequence[float]]]) -> Diagram:
         "as numbers and as bars. Unscaled, the scores spread further as d_k grows and the "
         "softmax sharpens towards a single key; divided by the square root of d_k they keep "
         "the same spread at every d_k.",
-        f"一个查询对 {T} 个随机键的得分，d_k = {dks}。左边是原始得分，右边是除以 d_k 的平方根"
-        "之后的得分，下面是各自经 softmax 得到的权重，既写成数字，也画成柱子。不缩放时，d_k "
-        "越大，得分散得越开，softmax 越接近只挑一个键；除以 d_k 的平方根之后，得分在每个 d_k "
+        f"一个查询对 {T} 个随机键的分数，d_k = {dks}。左边是原始分数，右边是除以 d_k 的平方根"
+        "之后的分数，下面是各自经 softmax 得到的权重，既写成数字，也画成柱子。不缩放时，d_k "
+        "越大，分数散得越开，softmax 越接近只挑一个键；除以 d_k 的平方根之后，分数在每个 d_k "
         "下都散得差不多。"))
     d.text(xs[0] + T * cell / 2, 18, Label("unscaled: q·k", "不缩放：q·k"), kind="step",
            bold=True)
@@ -1292,7 +1292,7 @@ def scaling_softmax(rows: Sequence[tuple[int, Sequence[float]]]) -> Diagram:
         d.text(xs[1], y0 + 16, Label(f"÷ √d_k = {root:g}", f"除以 √d_k = {root:g}"),
                anchor="start", kind="label", colour=MUTED)
         y = y0 + 24
-        d.text(4, y + 17, Label("scores", "得分"), anchor="start", kind="label")
+        d.text(4, y + 17, Label("scores", "分数"), anchor="start", kind="label")
         y_w = y + 34 + bar_h + 6
         d.text(4, y_w + 17, Label("softmax", "softmax"), anchor="start", kind="label")
         for x, values, name in ((xs[0], raw, "raw"), (xs[1], scaled, "scaled")):
@@ -1451,7 +1451,7 @@ ABLATION_PARTS: tuple[tuple[str, Label, tuple[str, ...]], ...] = (
     ("positions", Label("+ positional encoding", "+ 位置编码"),
      ("positional", "encoder_positions")),
     ("heads", Label("multi-head attention", "多头注意力"), ("num_heads",)),
-    ("scale", Label("scores ÷ √d_k", "得分除以 √d_k"), ("scale_scores",)),
+    ("scale", Label("scores ÷ √d_k", "分数除以 √d_k"), ("scale_scores",)),
     ("residual", Label("residual connections", "残差连接"), ("residual",)),
     ("norm", Label("layer norm: Pre-LN", "前置层归一化（Pre-LN）"), ("norm_first",)),
     ("ffn", Label("feed-forward network", "前馈网络"), ()),

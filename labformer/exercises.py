@@ -425,7 +425,7 @@ _ZH: dict[str, str] = {
     "d.nothing": "没有词元",
     "d.result": "；结果 {ids}",
     "d.calls": "调用 {calls}；结果 {ids}",
-    "d.hypothesis": "{ids}（log p {lp}，得分 {score}）",
+    "d.hypothesis": "{ids}（log p {lp}，分数 {score}）",
     "d.beam_holds": "；束最后持有 {held}",
     "d.extended": "（并且扩展了束会丢弃的 {ids}）",
     "d.param_shapes": "与 labformer 参数相同的形状",

@@ -91,7 +91,7 @@ def book_file(relative: str | os.PathLike[str]) -> Path:
     return candidate
 
 
-def glue(name: str, value: Any, display: bool = False) -> None:
+def glue(name: str, value: Any, display: bool = False, *, twin: bool = True) -> None:
     """Makes ``value`` available to the chapter's prose under ``name``, in both places a chapter
     is read.
 
@@ -100,6 +100,12 @@ def glue(name: str, value: Any, display: bool = False) -> None:
     jupyterlab-myst's ``{eval}`` roles show in the rendered text (``{eval}`ch3_z``` or, with a
     format, ``{eval}`f'{ch3_z:.1f}'```). Outside IPython (the sweeps run cells as plain Python)
     it does nothing. ``name`` must be a Python identifier: a name the prose can evaluate.
+
+    A matplotlib figure also gets its Chinese twin, glued as ``NAME_zh``
+    (:func:`labformer.plot.chinese_twin`), which the Chinese edition shows; ``twin=False``
+    when the chapter glues its own. Texts the plot table cannot translate stay English in the
+    twin, and are listed in the file ``$LABFORMER_PLOT_MISSING`` names, when set (the book's
+    build sets it, and a test fails on any).
     """
     if not name.isidentifier():
         raise ValueError(f"a glued name must be a Python identifier, got {name!r}")
@@ -114,6 +120,23 @@ def glue(name: str, value: Any, display: bool = False) -> None:
 
     shell.user_ns[name] = value
     myst_nb.glue(name, value, display=display)
+    from matplotlib.figure import Figure
+
+    if twin and isinstance(value, Figure) and not name.endswith("_zh"):
+        from .plot import chinese_twin
+
+        chinese, missing = chinese_twin(value)
+        if chinese is not None:
+            myst_nb.glue(f"{name}_zh", chinese, display=False)
+            import matplotlib.pyplot as plt
+
+            plt.close(chinese)
+        report = os.environ.get("LABFORMER_PLOT_MISSING")
+        if report and missing:
+            with open(report, "a", encoding="utf-8") as f:
+                for text in missing:
+                    f.write(json.dumps({"figure": name, "text": text},
+                                       ensure_ascii=False) + "\n")
 
 
 def setup_notebook(seed: int = 0, precision: int = 4, threads: int | None = 1) -> int:

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 import matplotlib.pyplot as plt
@@ -33,6 +35,7 @@ __all__ = [
     "attention_heads",
     "attention_heatmap",
     "chinese_font",
+    "chinese_twin",
     "edition_style",
     "panels",
     "signed_heatmap",
@@ -121,6 +124,85 @@ def edition_style(language: str) -> Any:
         raise RuntimeError("no Chinese font found; install one of " + ", ".join(CHINESE_FONTS))
     # a list of families, not "sans-serif": matplotlib falls back glyph by glyph along it
     return plt.rc_context({"font.family": ["DejaVu Sans", font]})
+
+
+#: The Chinese edition's words for the texts of the book's plots: ``book`` translations of the
+#: English texts the chapters draw (titles, axis labels, legends, annotations). A key may hold
+#: ``{}`` where a text has a number or a token that stays as it is (``"d_k = {}"``).
+PLOT_WORDS = Path(__file__).with_name("plot_zh.json")
+def _plot_words() -> list[tuple[re.Pattern[str], str]]:
+    table = json.loads(PLOT_WORDS.read_text(encoding="utf-8")) if PLOT_WORDS.is_file() else {}
+    out = []
+    for english, chinese in table.items():
+        pattern = "(.+?)".join(re.escape(part) for part in english.split("{}"))
+        out.append((re.compile(f"^{pattern}$", re.S), chinese))
+    return out
+
+
+def translate_text(text: str, words: list[tuple[re.Pattern[str], str]] | None = None
+                   ) -> str | None:
+    """A plot's text in Chinese from :data:`PLOT_WORDS` (``{}`` in the Chinese takes what the
+    English ``{}`` matched, in order), the text itself when it reads the same in both editions
+    (numbers, symbols, short names), or None when the table has no entry."""
+    stripped = text.strip()
+    words_only = re.sub(r"\$[^$]*\$", "", stripped)  # math reads the same in both
+    if not re.search(r"[A-Za-z]{3,}", words_only) or _keeps(words_only):
+        return text
+    for pattern, chinese in words if words is not None else _plot_words():
+        match = pattern.match(stripped)
+        if match:
+            return chinese.format(*match.groups())
+    return None
+
+
+#: Words that stay English in the Chinese edition too (the book's glossary keeps them).
+KEPT_WORDS = frozenset({
+    "BLEU", "GRU", "RNN", "LSTM", "Transformer", "softmax", "argmax", "logit", "logits",
+    "LayerNorm", "BatchNorm", "RMSNorm", "Pre-LN", "Post-LN", "AdamW", "ReLU", "GELU",
+    "SwiGLU", "BOS", "EOS", "PAD", "UNK", "EOS>", "<eos>", "<bos>", "<pad>", "<unk>", "NLL",
+    "FFN", "KV", "PE", "AVX2", "CPU", "GPU", "tiny", "labformer", "nats", "log", "exp", "std",
+    "var", "mean", "max", "min", "sqrt", "RoPE", "ALiBi", "GQA", "MQA", "top-k", "top-p"})
+
+
+def _keeps(text: str) -> bool:
+    """Whether every run of three or more Latin letters in ``text`` is a kept word (or part of
+    a symbol such as d_model)."""
+    for word in re.findall(r"[A-Za-z][A-Za-z_<>-]*[A-Za-z>]|[A-Za-z]", text):
+        bare = word.strip("<>")
+        if len(re.sub(r"[^A-Za-z]", "", bare)) >= 3 and word not in KEPT_WORDS \
+                and bare not in KEPT_WORDS and "_" not in word:
+            return False
+    return True
+
+
+def chinese_twin(fig: Figure) -> tuple[Figure | None, list[str]]:
+    """A copy of ``fig`` with its texts in Chinese (:func:`translate_text`) and a Chinese font
+    for them, and the texts the table could not translate (left in English). None instead of
+    the copy when no Chinese font is installed or the figure cannot be copied."""
+    import pickle
+
+    from matplotlib.text import Text
+
+    font = chinese_font()
+    if font is None:
+        return None, []
+    try:
+        twin = pickle.loads(pickle.dumps(fig))
+    except Exception:  # noqa: BLE001 (a figure holding something unpicklable keeps its English)
+        return None, []
+    words = _plot_words()
+    missing = []
+    for artist in twin.findobj(Text):
+        text = artist.get_text()
+        if not text:
+            continue
+        chinese = translate_text(text, words)
+        if chinese is None:
+            missing.append(text)
+        elif chinese != text:
+            artist.set_text(chinese)
+        artist.set_fontfamily(["DejaVu Sans", font])
+    return twin, missing
 
 
 def _figure(ax: Axes) -> Figure:

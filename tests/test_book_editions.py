@@ -58,7 +58,7 @@ class _PageText(HTMLParser):
         self.paragraphs: list[str] = []
         self.images: list[str] = []
         self.diagrams: list[str] = []  # images inside <figure class="lf-diagram">
-        self.plots: list[str] = []  # images inside <figure class="lf-edition">: a plot per edition
+        self.plots: list[str] = []  # images inside any other <figure>: a plot per edition
         self._figure: list[str] | None = None  # where this figure's images go
         self.switch: list[str] = []
         self._stack: list[tuple[str, bool]] = []
@@ -80,8 +80,7 @@ class _PageText(HTMLParser):
         classes = a.get("class", "")
         if tag == "figure":
             kinds = classes.split()
-            self._figure = (self.diagrams if "lf-diagram" in kinds else
-                            self.plots if "lf-edition" in kinds else None)
+            self._figure = self.diagrams if "lf-diagram" in kinds else self.plots
         skip = tag in {"pre", "code", "script", "style"} or any(s in classes for s in self.SKIP)
         self._stack.append((tag, skip))
         if tag == "p" and "lf-language-switch" in classes:
@@ -147,7 +146,8 @@ def test_chinese_edition_has_every_page_with_the_same_figures(html_dir: Path) ->
                 if bool(CJK.search(text)) != want_cjk:
                     problems.append(f"{root.name}/{rel}: diagram {name} "
                                     f"{'lacks' if want_cjk else 'has'} Chinese labels")
-        # a plot drawn per edition (labformer.plot.edition_style): the Chinese one is its own
+        # a plot drawn per edition (its Chinese twin, labformer.plot.chinese_twin, or its own
+        # drawing under labformer.plot.edition_style): the Chinese one is another image
         if len(en.plots) != len(zh.plots):
             problems.append(f"{rel}: {len(en.plots)} plots per edition in English, "
                             f"{len(zh.plots)} in Chinese")
@@ -156,7 +156,15 @@ def test_chinese_edition_has_every_page_with_the_same_figures(html_dir: Path) ->
                     (html_dir / ZH / "_images" / zh_name).read_bytes():
                 problems.append(f"{rel}: the Chinese edition shows the English plot {en_name} "
                                 "(no Chinese font when it was drawn?)")
-    assert plots, "no page has a plot drawn per edition (<figure class=\"lf-edition\">)"
+    assert plots, "no page has a plot drawn per edition"
+    # every text of every chapter's plots was translated in its twin (make book's execution
+    # writes what was not, one file per chapter: book/_ext/execute_notebooks.py)
+    missing = html_dir.parent / "plot_missing"
+    assert missing.is_dir(), f"{missing} is missing: the notebooks ran outside `make book`"
+    for report in sorted(missing.glob("*.jsonl")):
+        for line in report.read_text(encoding="utf-8").splitlines():
+            problems.append(f"{report.stem}: a plot text without a Chinese twin in "
+                            f"labformer/plot_zh.json: {line}")
     assert not problems, "\n".join(problems)
 
 

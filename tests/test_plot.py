@@ -5,9 +5,11 @@ import matplotlib
 matplotlib.use("Agg")
 
 import json  # noqa: E402
+import re  # noqa: E402
 import warnings  # noqa: E402
 
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.text  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
@@ -274,3 +276,43 @@ def test_edition_style_draws_chinese_with_a_chinese_font_or_refuses():
             fig.canvas.draw()
         plt.close(fig)
     assert plt.rcParams["font.family"] == before  # restored after the block
+
+
+def test_a_plot_text_is_translated_from_the_table_with_its_numbers():
+    words = [(re.compile(p), zh) for p, zh in (
+        (r"^training loss$", "训练损失"), (r"^word (.+?) \+ PE$", "词 {} + 位置编码"))]
+    assert plot.translate_text("training loss", words) == "训练损失"
+    assert plot.translate_text("word 3 + PE", words) == "词 3 + 位置编码"
+    assert plot.translate_text("validation loss", words) is None  # not in the table
+    for same in ("0.25", "BLEU", "d_k = 64", "$q \\cdot k$", "Transformer, GRU", ""):
+        assert plot.translate_text(same, words) == same  # reads the same in both
+
+
+def test_every_entry_of_the_plot_table_keeps_its_placeholders():
+    table = json.loads(plot.PLOT_WORDS.read_text(encoding="utf-8"))
+    assert table, "labformer/plot_zh.json is empty"
+    for english, chinese in table.items():
+        assert english.count("{}") == chinese.count("{}"), english
+        assert english.count("\n") == chinese.count("\n"), english
+        assert re.search(r"[\u4e00-\u9fff]", chinese) or chinese == english, english
+
+
+def test_a_figure_gets_a_chinese_twin_and_keeps_its_english(monkeypatch, tmp_path):
+    table = tmp_path / "plot_zh.json"
+    table.write_text(json.dumps({"training loss": "训练损失", "step {}": "第 {} 步"},
+                                ensure_ascii=False), encoding="utf-8")
+    monkeypatch.setattr(plot, "PLOT_WORDS", table)
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0], label="step 3")
+    ax.set_ylabel("training loss")
+    ax.set_title("something new")
+    ax.legend()
+    twin, missing = plot.chinese_twin(fig)
+    if plot.chinese_font() is None:
+        assert twin is None and missing == []
+        return
+    texts = {t.get_text() for t in twin.findobj(matplotlib.text.Text)}
+    assert {"训练损失", "第 3 步"} <= texts and missing == ["something new"]
+    assert ax.get_ylabel() == "training loss"  # the English figure is unchanged
+    plt.close(twin)
+    plt.close(fig)

@@ -29,6 +29,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 900  # seconds per cell, as execute.timeout in _config.yml
+#: Where each chapter's untranslated plot texts go (tests/test_book_editions.py reads them).
+PLOT_MISSING = ROOT / "_build" / "plot_missing"
 
 
 def book_notebooks() -> list[Path]:
@@ -85,6 +87,12 @@ def _execute(path: str) -> dict[str, Any]:
     import nbformat
     from jupyter_cache.executors.utils import single_nb_execution
 
+    # The texts of this chapter's plots that the Chinese twins could not translate
+    # (labformer.notebook.glue), one file per chapter, rewritten at each execution.
+    missing = PLOT_MISSING / f"{Path(path).stem}.jsonl"
+    missing.parent.mkdir(parents=True, exist_ok=True)
+    missing.unlink(missing_ok=True)
+    os.environ["LABFORMER_PLOT_MISSING"] = str(missing)
     nb = nbformat.read(path, as_version=4)
     result = single_nb_execution(nb, cwd=str(Path(path).parent), timeout=TIMEOUT,
                                  allow_errors=False, meta_override=True)
