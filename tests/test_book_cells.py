@@ -38,14 +38,18 @@ def _lines(cell: dict) -> int:
     return len("".join(cell["source"]).splitlines())
 
 
-def _toggle_words() -> dict[str, str]:
+def _book_extension():
     spec = importlib.util.spec_from_file_location(
         "labformer_book", ROOT / "book" / "_ext" / "labformer_book.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     sys.modules.setdefault("labformer_book", module)
     spec.loader.exec_module(module)
-    return module.TOGGLE_WORDS["zh_CN"]
+    return module
+
+
+def _toggle_words() -> dict[str, str]:
+    return _book_extension().TOGGLE_WORDS["zh_CN"]
 
 
 def test_visible_code_stays_within_the_budget() -> None:
@@ -199,3 +203,31 @@ def test_strict_nbval_is_refused_with_what_to_run() -> None:
     assert strict.returncode == 4 and "--nbval-lax" in strict.stderr, strict.stderr[-500:]
     lax = collect("--nbval-lax")
     assert lax.returncode == 0 and "tests collected" in lax.stdout, lax.stdout[-500:]
+
+
+def test_chinese_links_to_chapters_read_as_chinese_names_them():
+    from docutils import nodes
+    from docutils.frontend import get_default_settings
+    from docutils.parsers.rst import Parser
+    from docutils.utils import new_document
+
+    ext = _book_extension()
+
+    def page(before: str, target: str, title: str, after: str) -> nodes.paragraph:
+        link = nodes.reference("", "", nodes.inline("", title, classes=["doc"]),
+                               internal=True, refuri=target)
+        return nodes.paragraph("", "", nodes.Text(before), link, nodes.Text(after))
+
+    def built(language: str, *paragraphs: nodes.paragraph) -> list[str]:
+        doc = new_document("test", get_default_settings(Parser))
+        doc.extend(paragraphs)
+        app = type("App", (), {"config": type("C", (), {"language": language})()})()
+        ext.chinese_chapter_links(app, doc, "book/07_transformer")
+        return [p.astext() for p in doc.children]
+
+    chapter = page("编码器的各个子层是 ", "08_decoder_masks.html#x", "解码器及其掩码", " 的主题")
+    other = page("见 ", "../book/checking.html", "检查是怎样做的", "。")
+    english = page("is the subject of ", "08_decoder_masks.html", "The decoder", ", then")
+    assert built("zh_CN", chapter, other) == [
+        "编码器的各个子层是第 8 章《解码器及其掩码》的主题", "见《检查是怎样做的》。"]
+    assert built("en", english) == ["is the subject of The decoder, then"]

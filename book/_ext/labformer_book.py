@@ -417,6 +417,45 @@ def alt_from_svg_title(app: Sphinx, doctree: Any, docname: str) -> None:
             image["alt"] = html.unescape(title.group(1)).strip()
 
 
+#: A chapter's file name: its number and its stem.
+CHAPTER_FILE = re.compile(r"(?:^|/)(?P<n>\d\d)_[\w-]+$")
+CJK_CHAR = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
+
+
+def chinese_chapter_links(app: Sphinx, doctree: Any, docname: str) -> None:
+    """In the Chinese edition a link to a chapter reads 第 N 章《标题》 (another page:
+    《标题》), as Chinese prose names a chapter, and no space separates it from the Chinese
+    characters beside it (the catalogues' messages keep the spaces that Markdown needs around
+    a role)."""
+    from docutils import nodes
+
+    if not (app.config.language or "").startswith("zh"):
+        return
+    for ref in list(doctree.findall(nodes.reference)):
+        inline = ref.children[0] if ref.children else None
+        if not isinstance(inline, nodes.inline) or "doc" not in inline.get("classes", []):
+            continue
+        target = str(ref.get("refuri", "")).split("#")[0].removesuffix(".html")
+        title = inline.astext().strip()
+        if not title or title.startswith(("第", "《")):
+            continue
+        chapter = CHAPTER_FILE.search(target)
+        text = f"第 {int(chapter['n'])} 章《{title}》" if chapter else f"《{title}》"
+        inline.children = [nodes.Text(text)]
+        parent, index = ref.parent, ref.parent.index(ref)
+        for neighbour, side in ((index - 1, "end"), (index + 1, "start")):
+            if not 0 <= neighbour < len(parent.children):
+                continue
+            node = parent.children[neighbour]
+            if not isinstance(node, nodes.Text):
+                continue
+            value = str(node)
+            stripped = value.rstrip(" ") if side == "end" else value.lstrip(" ")
+            beside = stripped[-1:] if side == "end" else stripped[:1]
+            if stripped != value and CJK_CHAR.match(beside or ""):
+                parent.replace(node, nodes.Text(stripped))
+
+
 def extensions_digest() -> int:
     """A number that changes whenever a file of book/_ext changes. Sphinx re-reads every page
     when an extension's ``env_version`` changes, so an edit to an extension reaches pages that
@@ -434,6 +473,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.add_role("eval", eval_role, override=True)
     app.add_directive("figure", value_figure(), override=True)
     app.connect("doctree-resolved", alt_from_svg_title)
+    app.connect("doctree-resolved", chinese_chapter_links)
     app.connect("html-page-context", add_language_switch)
     app.connect("html-page-context", translate_toggles)
     app.connect("config-inited", use_search_scorer)
