@@ -70,6 +70,7 @@ __all__ = [
     "translation_pipeline",
     "vector_width",
     "shape_text",
+    "step_structure",
 ]
 
 #: seaborn's "deep" palette, the colour cycle of the book's plots (C0 to C9).
@@ -1753,3 +1754,60 @@ if __name__ == "__main__":  # pragma: no cover
     (out / "intro_map.svg").write_text(picture.render("en").svg + "\n", encoding="utf-8")
     (out / "intro_map.zh_CN.svg").write_text(picture.render("zh").svg + "\n",
                                              encoding="utf-8")
+
+
+def step_structure(positions: int, length: int, gru_ms: float, tf_ms: float) -> Diagram:
+    """Chapter 14's picture of where a Transformer's step is cheaper: above, a recurrent layer
+    walks through ``positions`` positions one after another (each waits for the state before
+    it); below, a Transformer layer computes every position in one matrix product. Under them,
+    the measured wall-clock time of one training step at ``length`` tokens (one thread), as
+    texts of class ``time``."""
+    if not 2 <= positions <= 10:
+        raise ValueError(f"the picture draws 2 to 10 positions, got {positions}")
+    if not (gru_ms > 0 and tf_ms > 0):
+        raise ValueError(f"step times must be positive, got {gru_ms} and {tf_ms} ms")
+    left, cell, gap = 150.0, 30.0, 16.0
+    d = Diagram(MAX_WIDTH, 262, Label(
+        f"Above, a recurrent layer over {positions} positions: each position's state needs the "
+        "state before it, so the steps run one after another. Below, a Transformer layer: "
+        f"the {positions} positions go through one matrix product at once. Measured on one "
+        f"thread at {length} tokens, a training step took {gru_ms:.0f} ms for the GRU and "
+        f"{tf_ms:.0f} ms for the Transformer.",
+        f"上图是一个循环层处理 {positions} 个位置：每个位置的状态都要等前一个状态算完，所以"
+        f"这些步只能一个接一个地算。下图是一个 Transformer 层：{positions} 个位置一起通过"
+        f"一次矩阵乘法。在单线程、{length} 个词元时实测，一个训练步 GRU 用了 {gru_ms:.0f} "
+        f"毫秒，Transformer 用了 {tf_ms:.0f} 毫秒。"))
+    d.text(4, 22, Label("recurrent (GRU): one position after another",
+                        "循环网络（GRU）：一个位置接一个位置"), anchor="start", kind="title",
+           bold=True)
+    y = 44.0
+    d.text(4, y + 17, Label("states", "状态"), anchor="start", kind="label", colour=MUTED)
+    for p in range(positions):
+        x = left + p * (cell + gap)
+        d.vector(x, y, 1, role="hidden", name=f"h{p}", cell=cell)
+        if p:
+            d.arrow(x - gap + 2, y + 12, x - 2, y + 12)
+    d.text(left + positions * (cell + gap) + 4, y + 17,
+           Label(f"{positions} steps in a row", f"{positions} 步依次进行"), anchor="start",
+           kind="label", colour=MUTED)
+    d.text(4, 122, Label("Transformer layer: all positions at once",
+                         "Transformer 层：所有位置一次算完"), anchor="start", kind="title",
+           bold=True)
+    width = positions * (cell + gap) - gap
+    d.box(left, 134, width, 28, Label("one matrix product", "一次矩阵乘法"), role="query",
+          size=13)
+    y = 190.0
+    d.text(4, y + 17, Label("outputs", "输出"), anchor="start", kind="label", colour=MUTED)
+    for p in range(positions):
+        x = left + p * (cell + gap)
+        d.arrow(x + cell / 2, 164, x + cell / 2, y - 2)
+        d.vector(x, y, 1, role="output", name=f"z{p}", cell=cell)
+    d.text(left + positions * (cell + gap) + 4, y + 17,
+           Label("side by side", "并行计算"), anchor="start", kind="label", colour=MUTED)
+    d.text(4, 248, Label(f"one training step at {length} tokens, one thread:",
+                         f"{length} 个词元、单线程时的一个训练步："), anchor="start",
+           kind="label", size=13)
+    d.text(MAX_WIDTH - 4, 248, Label(f"GRU {gru_ms:.0f} ms · Transformer {tf_ms:.0f} ms",
+                                     f"GRU {gru_ms:.0f} 毫秒 · Transformer {tf_ms:.0f} 毫秒"),
+           anchor="end", kind="time", size=13, bold=True)
+    return d

@@ -67,6 +67,7 @@ def _all_pictures() -> dict[str, dg.Diagram]:
                                             "i am a student"),
         "carry": dg.carry_numbers(["Il", "a", "37", "ans", "."], ["Il", "a", "40", "ans", "."],
                                   ["He", "is", "40", "."], ["He", "is", "37", "."]),
+        "steps": dg.step_structure(8, 256, 2400.0, 410.0),
         "ablations": dg.ablation_map([
             (dg.Label("no positions", "无位置编码"), {"positional": "none"}),
             (dg.Label("no scale", "不缩放"), {"scale_scores": False}),
