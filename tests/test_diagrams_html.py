@@ -36,6 +36,7 @@ DIAGRAMS = {
     "book/11_translator.html": ["fig-ch11-pipeline"],
     "book/12_own_pairs.html": ["fig-ch12-carry"],
     "book/13_ablations.html": ["fig-ch13-ablations"],
+    "book/14_recipe_baseline.html": ["fig-14-steps"],
     "book/15_language_model.html": ["fig-ch15-layers", "fig-ch15-block"],
 }
 ZH = "zh"
