@@ -49,10 +49,12 @@ MISTRANSLATIONS = {
     "交叉熵损失函数值": "交叉熵",
 }
 #: Correct Chinese that an earlier list banned, kept here so that a test proves each passes:
-#: d2l-zh's 层规范化, the glossary's own 跳跃连接 (skip connection), 集束搜索 (a common name of
-#: beam search), 位置嵌入 (a learned position embedding is not a positional encoding) and the
-#: everyday 开头 ("the start of").
-ACCEPTED = ("层规范化", "跳跃连接", "集束搜索", "位置嵌入", "开头")
+#: d2l-zh's terms, which the glossary gives beside the book's (层规范化, 批量规范化, 暂退法,
+#: 强制教学, 遮蔽, 基于位置的前馈网络, 隐状态), the glossary's own 跳跃连接 (skip connection),
+#: 集束搜索 (a common name of beam search), 位置嵌入 (a learned position embedding is not a
+#: positional encoding) and the everyday 开头 ("the start of").
+ACCEPTED = ("层规范化", "批量规范化", "暂退法", "强制教学", "遮蔽", "基于位置的前馈网络", "隐状态",
+            "跳跃连接", "集束搜索", "位置嵌入", "开头")
 #: Glossary terms that are also everyday English words, used so in the prose (a page that says
 #: "the memory of a laptop" need not say 记忆): not checked page by page.
 EVERYDAY = {"memory", "head", "baseline", "temperature", "alignment", "token", "value", "key",
