@@ -504,3 +504,22 @@ def test_search_ranks_the_titled_chapter_first_and_shows_the_query(
         finally:
             context.close()
     _report(problems, "in search results")
+
+
+FIGURE_BLOCK = re.compile(r"<figure\b.*?</figure>", re.S)
+IMG_ALT = re.compile(r'<img [^>]*\balt="([^"]*)"')
+
+
+def test_every_figure_on_a_chinese_page_has_chinese_alt_text(html_dir: Path) -> None:
+    """A screen reader on a Chinese page reads each figure's description in Chinese: the
+    alt text of every image in a figure (a plot's from book/locales/zh_CN/alt.json, a
+    diagram's from its Chinese SVG)."""
+    _, chinese = editions(html_dir)
+    problems = []
+    for rel in chinese:
+        page = (html_dir / ZH / rel).read_text(encoding="utf-8")
+        for block in FIGURE_BLOCK.findall(page):
+            for alt in IMG_ALT.findall(block):
+                if not CJK.search(html.unescape(alt)):
+                    problems.append(f"{ZH}/{rel}: {html.unescape(alt)[:80]!r}")
+    assert not problems, "\n".join(problems)

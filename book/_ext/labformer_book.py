@@ -260,6 +260,19 @@ def glue_in_translations() -> None:
 SVG_TITLE = re.compile(r"<title>(.*?)</title>", re.S)
 
 
+#: The Chinese edition's alt texts of the figures that give one (``:alt:``): English -> Chinese.
+ALT_ZH = Path(__file__).resolve().parents[1] / "locales" / "zh_CN" / "alt.json"
+
+
+def chinese_alt(english: str) -> str:
+    """A figure's alt text in the Chinese edition: its translation in book/locales/zh_CN/
+    alt.json, or the English when it has none (tests/test_book_editions.py fails on that)."""
+    import json
+
+    table = json.loads(ALT_ZH.read_text(encoding="utf-8")) if ALT_ZH.is_file() else {}
+    return table.get(" ".join(english.split()), english)
+
+
 def edition_figures() -> None:
     """A glued figure shows its edition's twin, with the picture's own alt text.
 
@@ -288,6 +301,9 @@ def edition_figures() -> None:
     figure_run = glue_directives.PasteFigureDirective.run
 
     def run_with_alt(self: Any) -> Any:
+        language = (self.env.config.language or "en").split("_")[0]
+        if "alt" in self.options and language == "zh":
+            self.options["alt"] = chinese_alt(self.options["alt"])
         if "alt" not in self.options:
             try:
                 data = edition_retrieve(self.document, self.arguments[0])
