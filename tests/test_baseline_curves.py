@@ -61,17 +61,23 @@ def test_a_missing_out_is_refused(capsys):
 
 
 def test_each_budget_buys_both_models_the_same_cpu_time():
-    """The GRU's step counts come from the cost ratio the sweep measured at its start (the
-    median of its ratios): at every budget both models' runs took the same mean CPU time,
-    within 5 %."""
+    """The seeds' GRU step counts come from the tuning runs' own CPU per step: at every budget
+    both models' seeds took about the same mean CPU time, within 15 % (CPU time on a shared
+    machine moves with load and kernels; chapter 14 scales its verdict to the difference)."""
     def cpu(model: str, budget: str) -> float:
-        return statistics.mean(r["cpu_s"] for r in DATA["runs"]
-                               if r["model"] == model and r["budget"] == budget)
+        return statistics.mean(r["cpu_s"] for r in DATA["runs"] if r["phase"] == "seeds"
+                               and r["model"] == model and r["budget"] == budget)
 
     assert DATA["cost_ratio"] == round(statistics.median(DATA["cost_ratios"]), 4)
+    tuning = [r for r in DATA["runs"] if r["phase"] == "tuning"]
+    per_step = {m: statistics.median(r["cpu_s"] / r["steps"] for r in tuning if r["model"] == m)
+                for m in curves.MODELS}
+    assert DATA["seed_cost_ratio"] == round(per_step["transformer"] / per_step["gru"], 4)
     for budget, share in curves.BUDGETS.items():
         steps = DATA["budgets"][budget]
         assert steps["transformer"] == round(curves.TF_STEPS * share)
-        assert steps["gru"] == round(round(curves.TF_STEPS * DATA["cost_ratio"]) * share)
+        assert steps["gru"] == round(round(curves.TF_STEPS * DATA["seed_cost_ratio"]) * share)
+        assert all(r["steps"] == steps[r["model"]] for r in DATA["runs"]
+                   if r["phase"] == "seeds" and r["budget"] == budget)
         ratio = cpu("gru", budget) / cpu("transformer", budget)
-        assert 0.95 < ratio < 1.05, (budget, ratio)
+        assert 0.85 < ratio < 1.15, (budget, ratio)
