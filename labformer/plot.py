@@ -150,8 +150,10 @@ def translate_text(text: str, words: list[tuple[re.Pattern[str], str]] | None = 
         return text
     for pattern, chinese in words if words is not None else _plot_words():
         match = pattern.match(stripped)
-        if match:
-            return chinese.format(*match.groups())
+        if match:  # each "{}" takes the next matched part (other braces are LaTeX's)
+            parts = chinese.split("{}")
+            return "".join(part + (match.group(k + 1) if k < len(parts) - 1 else "")
+                           for k, part in enumerate(parts))
     return None
 
 
@@ -191,13 +193,18 @@ def chinese_twin(fig: Figure) -> tuple[Figure | None, list[str]]:
     except Exception:  # noqa: BLE001 (a figure holding something unpicklable keeps its English)
         return None, []
     words = _plot_words()
+    # tick labels are mostly data (tokens, sentences of the corpus): translated where the
+    # table has them, never reported missing
+    ticks = {id(label) for ax in twin.axes for axis in (ax.xaxis, ax.yaxis)
+             for tick in axis.get_major_ticks() + axis.get_minor_ticks()
+             for label in (tick.label1, tick.label2)}
     missing = []
     for artist in twin.findobj(Text):
         text = artist.get_text()
         if not text:
             continue
         chinese = translate_text(text, words)
-        if chinese is None:
+        if chinese is None and id(artist) not in ticks:
             missing.append(text)
         elif chinese != text:
             artist.set_text(chinese)

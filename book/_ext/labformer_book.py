@@ -301,7 +301,8 @@ def edition_figures() -> None:
     figure_run = glue_directives.PasteFigureDirective.run
 
     def run_with_alt(self: Any) -> Any:
-        language = (self.env.config.language or "en").split("_")[0]
+        env = getattr(self.state.document.settings, "env", None)
+        language = ((env.config.language if env else None) or "en").split("_")[0]
         if "alt" in self.options and language == "zh":
             self.options["alt"] = chinese_alt(self.options["alt"])
         if "alt" not in self.options:
