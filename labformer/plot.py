@@ -177,6 +177,9 @@ def _keeps(text: str) -> bool:
     return True
 
 
+CJK_TEXT = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
+
+
 def chinese_twin(fig: Figure) -> tuple[Figure | None, list[str]]:
     """A copy of ``fig`` with its texts in Chinese (:func:`translate_text`) and a Chinese font
     for them, and the texts the table could not translate (left in English). None instead of
@@ -208,7 +211,11 @@ def chinese_twin(fig: Figure) -> tuple[Figure | None, list[str]]:
             missing.append(text)
         elif chinese != text:
             artist.set_text(chinese)
-        artist.set_fontfamily(["DejaVu Sans", font])
+        # a text with $...$ is set by mathtext, which takes the first family only: the
+        # Chinese font first there (it has Latin letters too), else its Chinese shows as boxes
+        shown = artist.get_text()
+        artist.set_fontfamily([font, "DejaVu Sans"] if "$" in shown and CJK_TEXT.search(shown)
+                              else ["DejaVu Sans", font])
     return twin, missing
 
 
