@@ -160,8 +160,12 @@ def cost_ratio(workers: int) -> tuple[float, list[float]]:
     return statistics.median(ratios), ratios
 
 
-def _worker(code: str, jobs: list[dict[str, Any]], kernel: str) -> list[dict[str, Any]]:
-    env = dict(os.environ, OMP_NUM_THREADS="1", TQDM_DISABLE="1", ATEN_CPU_CAPABILITY=kernel)
+def _worker(code: str, jobs: list[dict[str, Any]], kernel: str | None) -> list[dict[str, Any]]:
+    """Run ``code`` (it reads the jobs from argv[1]) in a one-thread process on ``kernel`` (None:
+    the machine's own); the JSON lines it prints."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", TQDM_DISABLE="1")
+    if kernel is not None:
+        env["ATEN_CPU_CAPABILITY"] = kernel
     proc = subprocess.run([sys.executable, "-c", code, json.dumps(jobs)], cwd=ROOT, env=env,
                           capture_output=True, text=True, check=False)
     if proc.returncode != 0:

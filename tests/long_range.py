@@ -27,9 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -144,17 +142,16 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     return {**job, **trained, **score(model)}
 
 
+WORKER = ("import json, sys, torch; sys.path.insert(0, 'tests'); torch.set_num_threads(1)\n"
+          "import long_range as lr\n"
+          "for job in json.loads(sys.argv[1]):\n"
+          "    print(json.dumps(lr.run_one(job)), flush=True)\n")
+
+
 def _worker(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    env = dict(os.environ, OMP_NUM_THREADS="1", TQDM_DISABLE="1")
-    code = ("import json, sys, torch; sys.path.insert(0, 'tests'); torch.set_num_threads(1)\n"
-            "import long_range as lr\n"
-            "for job in json.loads(sys.argv[1]):\n"
-            "    print(json.dumps(lr.run_one(job)), flush=True)\n")
-    proc = subprocess.run([sys.executable, "-c", code, json.dumps(jobs)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise RuntimeError(f"a worker failed:\n{proc.stderr[-3000:]}")
-    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    from baseline_curves import _worker as run_worker  # one process's jobs, JSON lines back
+
+    return run_worker(WORKER, jobs, None)
 
 
 def run_jobs(jobs: list[dict[str, Any]], workers: int) -> list[dict[str, Any]]:
