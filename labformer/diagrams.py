@@ -67,6 +67,7 @@ __all__ = [
     "residual_order",
     "scaling_softmax",
     "encoder_decoder_stack",
+    "ffn_per_position",
     "translation_pipeline",
     "vector_width",
     "shape_text",
@@ -256,10 +257,10 @@ class Diagram:
                           anchor="start" if nx >= 0 else "end")
 
     def line(self, x1: float, y1: float, x2: float, y2: float, *,
-             colour: str = MUTED) -> None:
-        """A line without an arrowhead (a branch that arrows leave from)."""
+             colour: str = MUTED, dashed: bool = False) -> None:
+        """A line without an arrowhead (a branch that arrows leave from, or a dashed link)."""
         self.items.append(("line", {"x1": x1, "y1": y1, "x2": x2, "y2": y2,
-                                    "dashed": False, "colour": colour, "head": False}))
+                                    "dashed": dashed, "colour": colour, "head": False}))
 
     def circle(self, cx: float, cy: float, r: float, *, role: str = "neutral") -> None:
         self.items.append(("circle", {"cx": cx, "cy": cy, "r": r,
@@ -637,12 +638,14 @@ def multi_head(T: int, d_model: int, heads: int, d_k: int) -> Diagram:
     and multiplied by W^O, with the shapes. Steps (class ``step``) in the order they run."""
     if heads * d_k != d_model:
         raise ValueError(f"{heads} heads of {d_k} do not make d_model {d_model}")
-    if heads > 4:
-        raise ValueError(f"the picture draws at most 4 heads, got {heads}")
+    if heads > 8:
+        raise ValueError(f"the picture draws at most 8 heads, got {heads}")
     c = min(12.0, 96.0 / d_model)
     hh = T * c
-    band = hh + 30
-    height = 40 + heads * band + 70
+    band = hh + (30 if heads <= 4 else 22)
+    mid = 40 + heads * band / 2 - 15
+    wo_y = mid + hh / 2 + 30  # W^O's top, under the concatenation
+    height = max(40 + heads * band + 20, wo_y + d_model * c / 2 + 34)
     d = Diagram(MAX_WIDTH, height, Label(
         f"Multi-head attention: the input X of shape ({T}, {d_model}) is projected and split "
         f"into {heads} heads of width {d_k}; each head attends on its own and gives Z_i of shape "
@@ -653,7 +656,6 @@ def multi_head(T: int, d_model: int, heads: int, d_k: int) -> Diagram:
     steps = [Label("split", "拆分"), Label("attend per head", "各头注意力"),
              Label("concatenate", "拼接"), Label("× W^O", "乘 W^O")]
     xs = [6.0, 132.0, 262.0, 420.0, 540.0]
-    mid = 40 + heads * band / 2 - 15
     d.matrix(xs[0], mid - hh / 2, T, d_model, role="embedding", name="X", cell=c)
     d.text(xs[0] + d_model * c / 2, mid + hh / 2 + 18, "X", kind="label")
     d.text(xs[0] + d_model * c / 2, mid + hh / 2 + 35, shape_text((T, d_model)), kind="shape",
@@ -672,15 +674,17 @@ def multi_head(T: int, d_model: int, heads: int, d_k: int) -> Diagram:
                anchor="start", kind="shape", colour=MUTED)
     ccol = xs[3] - 20
     cy = mid - hh / 2
+    merge = ccol - 16  # the Z_i's lines meet here, then one arrow enters the concatenation
     for hd in range(heads):
-        d.arrow(xs[2] + d_k * c + 4 + _width(f"Z{hd + 1} {shape_text((T, d_k))}", 13) + 4,
-                40 + hd * band + hh / 2, ccol - 4, cy + hh / 2)
+        d.line(xs[2] + d_k * c + 4 + _width(f"Z{hd + 1} {shape_text((T, d_k))}", 13) + 4,
+               40 + hd * band + hh / 2, merge, cy + hh / 2)
+    d.arrow(merge, cy + hh / 2, ccol - 4, cy + hh / 2)
     d.matrix(ccol, cy, T, d_model, role="output", name="concat", cell=c)
     d.text(ccol + d_model * c / 2, cy + hh + 18,
            Label(f"concat {shape_text((T, d_model))}", f"拼接 {shape_text((T, d_model))}"),
            kind="shape", colour=MUTED)
     # W^O under the product's arrow, joining it from below
-    wo_y, jx = cy + hh + 30, (ccol + d_model * c + xs[4]) / 2
+    jx = (ccol + d_model * c + xs[4]) / 2
     d.matrix(jx - d_model * c / 4, wo_y, d_model, d_model, role="neutral", name="W^O",
              cell=c / 2)
     d.text(jx, wo_y + d_model * c / 2 + 16, f"W^O {shape_text((d_model, d_model))}",
@@ -691,6 +695,53 @@ def multi_head(T: int, d_model: int, heads: int, d_k: int) -> Diagram:
     d.text(xs[4], cy + hh + 18, Label(f"output {shape_text((T, d_model))}",
                                       f"输出 {shape_text((T, d_model))}"), anchor="start",
            kind="shape", colour=MUTED)
+    return d
+
+
+def ffn_per_position(words: Sequence[str], z: Sequence[Sequence[float]],
+                     r: Sequence[Sequence[float]], d_ff: int) -> Diagram:
+    """Source 001's per-position flow: each position's attention output z_t (vectors ``z1``,
+    ``z2``, ...) goes through the same feed-forward network on its own and gives r_t (``r1``,
+    ...). One row a position; the FFN boxes (class ``step``) are joined by a dashed line, the
+    one set of weights they share."""
+    zs, rs = _floats(z), _floats(r)
+    if not 2 <= len(words) <= 4 or len(zs) != len(words) or len(rs) != len(words):
+        raise ValueError(f"need 2 to 4 words with one z and one r each, got {len(words)} "
+                         f"words, {len(zs)} z, {len(rs)} r")
+    d_model = len(zs[0])
+    rowh, top = 52.0, 58.0
+    d = Diagram(MAX_WIDTH, top + len(words) * rowh + 8, Label(
+        f"The position-wise feed-forward network: each of the {len(words)} positions' attention "
+        f"outputs z (vectors of {d_model} numbers) goes through the same network on its own, "
+        f"widened to {d_ff} and back, and gives r. No row reads another, so the rows can be "
+        "computed in parallel.",
+        f"逐位置前馈网络：{len(words)} 个位置的注意力输出 z（各有 {d_model} 个数）各自经过同一个"
+        f"网络，先扩展到 {d_ff} 维再变回来，得到 r。每一行都不读别的行，所以各行可以并行计算。"))
+    left = 4 + max(_width(w, 14) for w in words) + 10
+    cell = max(vector_width([v]) for row in zs + rs for v in row)  # one width for all
+    z_w = d_model * cell
+    box_x, box_w = left + z_w + 34, 112.0
+    r_x = box_x + box_w + 34
+    if r_x + d_model * cell > MAX_WIDTH:
+        raise ValueError("the vectors are too wide for the picture: use fewer dimensions")
+    d.text(left + z_w / 2, 18, Label("attention output z", "注意力输出 z"), kind="title",
+           bold=True)
+    d.text(box_x + box_w / 2, 18, Label("one FFN", "同一个前馈网络"), kind="title", bold=True)
+    d.text(box_x + box_w / 2, 36, Label(f"{d_model} → {d_ff} → {d_model}",
+                                        f"{d_model} → {d_ff} → {d_model}"),
+           kind="shape", colour=MUTED, size=13)
+    d.text(r_x + z_w / 2, 18, Label("its output r", "输出 r"), kind="title", bold=True)
+    for t, word in enumerate(words):
+        y = top + t * rowh
+        d.text(4, y + 17, word, anchor="start", kind="word")
+        d.vector(left, y, zs[t], role="output", name=f"z{t + 1}", cell=cell, fixed=True)
+        d.arrow(left + z_w + 4, y + 12, box_x - 4, y + 12)
+        d.box(box_x, y - 4, box_w, 32, "FFN", role="hidden", kind="step", size=14)
+        d.arrow(box_x + box_w + 4, y + 12, r_x - 4, y + 12)
+        d.vector(r_x, y, rs[t], role="hidden", name=f"r{t + 1}", cell=cell, fixed=True)
+        if t:  # the dashed link: one set of weights
+            d.line(box_x + box_w / 2, y - 4 - (rowh - 32), box_x + box_w / 2, y - 4,
+                   colour=ROLE_COLOURS["hidden"], dashed=True)
     return d
 
 
@@ -1694,13 +1745,20 @@ def decoder_only(encoder: Sequence[str], decoder: Sequence[str], lm: Sequence[st
 
 
 def block_map(rows: Sequence[tuple[Label, Sequence[Label | str], Sequence[Label | str],
-                                   Sequence[Label | str]]]) -> Diagram:
+                                   Sequence[Label | str]]],
+              roles: Sequence[str] | None = None) -> Diagram:
     """Each part of the 2017 block beside the same part of the modern block and its name in
     LLaMA-style open models. ``rows``: (part, 2017 lines, modern lines, open-model lines);
-    each cell is one to three lines. Texts of class ``part``, ``old``, ``new`` and ``open``,
+    each cell is one to three lines. ``roles``: each row's role (:data:`ROLE_COLOURS`; a norm
+    is ``"norm"``, positions ``"position"``), its three boxes drawn in that colour, the same
+    as the part has in every diagram. Texts of class ``part``, ``old``, ``new`` and ``open``,
     row by row and line by line, so that a chapter reads back what it drew."""
     if not rows:
         raise ValueError("a block map needs at least one part")
+    roles = list(roles) if roles is not None else ["neutral"] * len(rows)
+    if len(roles) != len(rows) or any(r not in ROLE_COLOURS for r in roles):
+        raise ValueError(f"need one known role a row ({len(rows)} rows), got {roles}; known: "
+                         f"{sorted(ROLE_COLOURS)}")
     bw, gapx, line, x0 = 196.0, 20.0, 17.0, 6.0
     heights = [max(len(old), len(new), len(open_)) * line + 12 for _, old, new, open_ in rows]
     height = 44 + sum(h + 30 for h in heights)
@@ -1724,16 +1782,15 @@ def block_map(rows: Sequence[tuple[Label, Sequence[Label | str], Sequence[Label 
     heads = (Label("2017 block", "2017 年的块"), Label("modern block (labformer)",
                                                       "现代块（labformer）"),
              Label("LLaMA-style open model", "LLaMA 式开放模型"))
-    roles = ("neutral", "query", "output")
     for c, head in enumerate(heads):
         d.text(x0 + c * (bw + gapx) + bw / 2, 18, head, kind="title", bold=True)
     y = 36.0
-    for (part, *cells), h in zip(rows, heights, strict=True):
+    for (part, *cells), h, role in zip(rows, heights, roles, strict=True):
         d.text(x0, y + 14, part, anchor="start", kind="part", size=13, bold=True, colour=MUTED)
         y += 22
         for c, (lines, kind) in enumerate(zip(cells, ("old", "new", "open"), strict=True)):
             x = x0 + c * (bw + gapx)
-            d.box(x, y, bw, h, role=roles[c])
+            d.box(x, y, bw, h, role=role)
             for k, text in enumerate(lines):  # the lines centred in the box
                 d.text(x + bw / 2, y + h / 2 + (k - (len(lines) - 1) / 2) * line + 5, text,
                        kind=kind, size=13)

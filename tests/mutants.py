@@ -89,6 +89,11 @@ MUTANTS: list[Mutant] = [
            "multihead.py",
            "p = self.dropout.p if self.dropout.training else 0.0",
            "p = self.dropout.p"),
+    Mutant("ffn-mixes-positions", "the feed-forward network adds the sentence's mean to each "
+           "position", "07_transformer", "layers.py",
+           "out: Tensor = self.linear2(self.dropout(F.relu(self.linear1(x))))",
+           "out: Tensor = self.linear2(self.dropout(F.relu(self.linear1(\n"
+           "            x + x.mean(dim=-2, keepdim=True)))))"),
     Mutant("head-merge", "heads merged without the transpose", "04_multi_head", "multihead.py",
            "out = out.transpose(1, 2).reshape(B, T_q, self.d_model)",
            "out = out.reshape(B, T_q, self.d_model)"),

@@ -205,6 +205,12 @@ def test_generated_sentences_come_in_the_edition_language(html_dir: Path) -> Non
 UI_WORDS = ("Click to show", "Click to hide", "Show code cell", "Hide code cell",
             "Search this book")
 BADGE = re.compile(r'<span class="sd-sphinx-override sd-badge[^"]*">([^<]*)</span>')
+#: Tooltips and screen-reader labels the themes write in English (book/_ext/labformer_book.py).
+INTERFACE_ATTR = re.compile(r'\b(title|aria-label|data-bs-title)="([^"]*)"')
+INTERFACE_WORDS = ("Link to this heading", "Link to this image", "Toggle primary sidebar",
+                   "Toggle secondary sidebar", "Color mode", "System Settings", "Main", "Page")
+INDEX_ENTRY = re.compile(r'<a href="[^"]*glossary\.html#term-[^"]*"><strong>([^<]+)</strong></a>'
+                         r'(（[^）<]+）)?')
 
 
 def test_chinese_pages_have_no_english_interface_words(html_dir: Path) -> None:
@@ -215,10 +221,49 @@ def test_chinese_pages_have_no_english_interface_words(html_dir: Path) -> None:
         text = (html_dir / ZH / rel).read_text(encoding="utf-8")
         problems += [f"zh/{rel}: {w!r}" for w in UI_WORDS if w in text]
         problems += [f"zh/{rel}: badge {b!r}" for b in BADGE.findall(text) if not CJK.search(b)]
+        problems += [f"zh/{rel}: {a}={v!r}" for a, v in INTERFACE_ATTR.findall(text)
+                     if v in INTERFACE_WORDS]
+        problems += [f"zh/{rel}: 列印成 PDF"] if "列印成 PDF" in text else []
     english_ch13 = (html_dir / "book" / "13_ablations.html").read_text(encoding="utf-8")
     assert "Show code cell" in english_ch13 and BADGE.search(english_ch13), \
         "the English pages no longer show the words this test looks for"
+    shown = {v for a, v in INTERFACE_ATTR.findall(english_ch13)}
+    assert {"Link to this heading", "Toggle primary sidebar", "Color mode"} <= shown, \
+        "the English pages no longer show the tooltips this test looks for"
+    # the index page: every glossary term under its Chinese term of record
+    index = (html_dir / ZH / "genindex.html").read_text(encoding="utf-8")
+    entries = INDEX_ENTRY.findall(index)
+    assert len(entries) > 100, f"only {len(entries)} glossary terms on the Chinese index page"
+    problems += [f"zh/genindex.html: {name!r} without its Chinese term"
+                 for name, after in entries if not CJK.search(name) or not after]
     assert not problems, "English interface words on Chinese pages:\n" + "\n".join(problems)
+
+
+#: Chinese prose writes 12.5%, 1/3324, 2.7×10⁻⁴⁰ (book/_ext/claims.py chinese_prose).
+NUMBER_FORMS = {"a space before %": re.compile(r"\d %"),
+                "N 分之一": re.compile(r"\d\s*分之一"),
+                "e-notation": re.compile(r"(?<![\w.])\d+(?:\.\d+)?e[-+]\d+\b"),
+                "a signed zero": re.compile(r"(?<![\w.])-0\.0+(?![\d])")}
+
+
+def test_chinese_prose_writes_numbers_the_chinese_way(html_dir: Path) -> None:
+    """No "12.5 %", "3324 分之一", "2.7e-40" or "-0.00" in the prose and the checked claims of
+    a Chinese page (code and printed output keep Python's forms)."""
+    _, chinese = editions(html_dir)
+    problems = []
+    for rel in chinese:
+        page = read_page(html_dir / ZH / rel)
+        text = (html_dir / ZH / rel).read_text(encoding="utf-8")
+        claims = [html.unescape(t) for t in re.findall(
+            r'<span class="lf-(?:claim|measured)" lang="zh-CN">(.*?)</span>', text, re.S)]
+        for where in page.paragraphs + claims:
+            for name, form in NUMBER_FORMS.items():
+                if form.search(where):
+                    problems.append(f"zh/{rel}: {name}: {where[:100]!r}")
+    english = read_page(html_dir / "book" / "12_own_pairs.html").paragraphs
+    assert any(NUMBER_FORMS["e-notation"].search(p) for p in english), \
+        "the English pages no longer show the numbers this test looks for"
+    assert not problems, "\n".join(problems)
 
 
 def test_claims_read_in_chinese_on_chinese_pages(html_dir: Path) -> None:

@@ -43,6 +43,13 @@ def _all_pictures() -> dict[str, dg.Diagram]:
                                     [dg.Label("all queries", "全部查询")],
                                     dg.Label("Q = X W^Q", "Q = X W^Q 的矩阵形式")),
         "heads": dg.multi_head(3, 8, 2, 4),
+        "heads8": dg.multi_head(3, 16, 8, 2),
+        "block": dg.block_map([(dg.Label("the norm", "归一化"), ["LayerNorm"], ["RMSNorm"],
+                                ["RMSNorm"]),
+                               (dg.Label("positions", "位置"), ["sinusoidal"], ["rotary"],
+                                ["RoPE"])], roles=["norm", "position"]),
+        "ffn": dg.ffn_per_position(["a", "b"], [[0.5, -1.25, 2.0, 0.0]] * 2,
+                                   [[0.1, 0.2, -0.3, 0.4], [1.0, -2.0, 3.0, -4.0]], 16),
         "clocks": dg.clock_hands(pe.tolist(), 5),
         "rows": dg.positional_rows(x.tolist(), pe[:2, :4].tolist(),
                                    (x + pe[:2, :4]).tolist()),
@@ -115,6 +122,42 @@ def test_reading_back_finds_what_was_drawn_and_names_what_is_missing() -> None:
     assert dg.read_texts(pic, "step") == ["split", "attend per head", "concatenate", "× W^O"]
     with pytest.raises(KeyError, match="no vector named 'nope'"):
         dg.read_values(pic, "nope")
+
+
+def test_ffn_per_position_draws_each_row_with_its_own_values() -> None:
+    pic = dg.ffn_per_position(["a", "b", "c"], [[0.5, -1.0], [2.0, 0.0], [1.0, 1.0]],
+                              [[0.1, 0.2], [0.3, 0.4], [-0.5, 0.6]], 8).render()
+    assert dg.read_values(pic, "z2") == [2.0, 0.0]
+    assert dg.read_values(pic, "r3") == [-0.5, 0.6]
+    assert dg.read_texts(pic, "step") == ["FFN"] * 3
+    assert "2 → 8 → 2" in dg.read_texts(pic, "shape")
+    with pytest.raises(ValueError, match="one z and one r each"):
+        dg.ffn_per_position(["a", "b"], [[1.0]], [[1.0], [2.0]], 4)
+    with pytest.raises(ValueError, match="too wide"):
+        dg.ffn_per_position(["a", "b"], [[1.0] * 8] * 2, [[1.0] * 8] * 2, 4)
+
+
+def test_block_map_draws_each_part_in_its_roles_colour() -> None:
+    rows = [(dg.Label("the norm"), ["LayerNorm"], ["RMSNorm"], ["RMSNorm"]),
+            (dg.Label("attention"), ["8 heads"], ["GQA"], ["GQA"])]
+    svg = dg.block_map(rows, roles=["norm", "query"]).render().svg
+    strokes = [r.get("stroke") for r in ET.fromstring(svg).iter(f"{SVG}rect")
+               if r.get("stroke") in dg.ROLE_COLOURS.values()]
+    assert strokes == [dg.ROLE_COLOURS["norm"]] * 3 + [dg.ROLE_COLOURS["query"]] * 3
+    assert dg.read_texts(svg, "new") == ["RMSNorm", "GQA"]
+    with pytest.raises(ValueError, match="one known role a row"):
+        dg.block_map(rows, roles=["norm"])
+    with pytest.raises(ValueError, match="one known role a row"):
+        dg.block_map(rows, roles=["norm", "attention"])
+
+
+def test_multi_head_draws_up_to_the_papers_eight_heads() -> None:
+    pic = dg.multi_head(3, 16, 8, 2).render()
+    shapes = dg.read_shapes(pic)
+    assert [shapes[f"Z{i}"] for i in range(1, 9)] == [(3, 2)] * 8
+    assert shapes["concat"] == (3, 16) and shapes["W^O"] == (16, 16)
+    with pytest.raises(ValueError, match="at most 8 heads"):
+        dg.multi_head(3, 18, 9, 2)
 
 
 def test_clock_hands_point_at_position_times_frequency() -> None:

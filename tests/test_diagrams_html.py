@@ -4,7 +4,8 @@ language, and large enough to read at 1280 px and on a 400 px phone.
 
 `make book` builds both editions first. Like tests/test_book_html.py these tests never skip: a
 missing build, Playwright or Chromium is a failure. Screenshots of every diagram land in
-_build/screenshots/diagrams/ (en-1280, zh-1280, en-400, zh-400).
+_build/screenshots/diagrams/ (en-1280, zh-1280, en-400, zh-400, each also in dark mode:
+en-1280-dark and so on).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ DIAGRAMS = {
     "book/04_multi_head.html": ["fig-ch4-heads"],
     "book/05_positional_encoding.html": ["fig-ch5-clocks", "fig-ch5-rows"],
     "book/06_residual_norm.html": ["fig-ch6-blocks"],
-    "book/07_transformer.html": ["fig-ch7-stack"],
+    "book/07_transformer.html": ["fig-ch7-stack", "fig-ch7-ffn"],
     "book/08_decoder_masks.html": ["fig-ch8-masks", "fig-ch8-forcing"],
     "book/09_loss.html": ["fig-ch9-word"],
     "book/10_beam_search.html": ["fig-ch10-beam-step"],
@@ -195,8 +196,9 @@ PHONE_PX = 9
 def test_diagrams_read_at_1280_and_on_a_phone(html_dir: Path, server: str) -> None:
     """In Chromium: at 1280 px (both editions) text shows at >= 11 px; at 400 px (both
     editions) at >= 9 px, the diagram panning sideways inside its own box while the page does
-    not, and a tap opens it at full size. A screenshot of each diagram in each setting. Each
-    page is loaded once: measured at 1280 px, then laid out again at 400 px."""
+    not, and a tap opens it at full size. A screenshot of each diagram in each setting, in
+    light and in dark mode (the diagram keeps its white ground there, unfiltered). Each page is
+    loaded once: measured at 1280 px, then laid out again at 400 px."""
     problems: list[str] = []
     # (edition, [(label, width), ...]): the widths each page of the edition is measured at
     settings = [("", [("en-1280", 1280), ("en-400", 400)]),
@@ -208,6 +210,7 @@ def test_diagrams_read_at_1280_and_on_a_phone(html_dir: Path, server: str) -> No
             for edition, widths in settings:
                 for label, _ in widths:
                     (SHOTS / label).mkdir(parents=True, exist_ok=True)
+                    (SHOTS / f"{label}-dark").mkdir(parents=True, exist_ok=True)
                 by_page: dict[str, list[tuple[Figure, Path]]] = {}
                 for rel, fig, svg in diagrams(html_dir, edition):
                     by_page.setdefault(rel, []).append((fig, svg))
@@ -225,9 +228,44 @@ def test_diagrams_read_at_1280_and_on_a_phone(html_dir: Path, server: str) -> No
                         for fig, svg in figs:
                             _measure(page, f"{label} {rel} {fig.name}", fig, svg, width,
                                      SHOTS / label, problems)
+                        _dark_shots(page, f"{label} {rel}", [f for f, _ in figs],
+                                    SHOTS / f"{label}-dark", problems)
         finally:
             context.close()
     assert not problems, "\n".join(problems)
+
+
+# A diagram's image in dark mode: any CSS filter on it or its figure, and its own background
+_DARK_LOOK_JS = """
+(name) => { const fig = document.getElementById(name); const img = fig && fig.querySelector('img');
+  if (!img) return null;
+  const filters = [img, fig].map(e => getComputedStyle(e).filter).filter(f => f && f !== 'none');
+  return {filters: filters, theme: document.documentElement.dataset.theme}; }
+"""
+
+
+def _dark_shots(page, where: str, figs: list[Figure], shots: Path,
+                problems: list[str]) -> None:
+    """The reader's preference turns dark: every diagram of the page, unfiltered, is
+    screenshotted; then back to light."""
+    page.emulate_media(color_scheme="dark")
+    try:
+        page.wait_for_function("() => document.documentElement.dataset.theme === 'dark'",
+                               timeout=10_000)
+        for fig in figs:
+            look = page.evaluate(_DARK_LOOK_JS, fig.name)
+            if look is None:
+                problems.append(f"{where} {fig.name}: no image in dark mode")
+                continue
+            if look["filters"]:
+                problems.append(f"{where} {fig.name}: filtered in dark mode: {look['filters']}")
+            page.locator(f"#{fig.name}").screenshot(path=str(shots / f"{fig.name}.png"))
+    except Exception as exc:  # noqa: BLE001 (Playwright's TimeoutError)
+        problems.append(f"{where}: dark mode: {type(exc).__name__}: {exc}")
+    finally:
+        page.emulate_media(color_scheme="light")
+        page.wait_for_function("() => document.documentElement.dataset.theme === 'light'",
+                               timeout=10_000)
 
 
 def _settle(page) -> None:

@@ -170,7 +170,7 @@ def test_claims_are_templated_and_filled_with_this_runs_numbers() -> None:
     assert english == "head {0}: max gap {1} (bound {2}) in float32, {3} %"
     assert numbers == ["2", "6.0e-08", "1e-6", "-3.5"]
     assert claims.fill("第 {0} 个头：{3} %，最大差距 {1}（界限 {2}）", numbers) == \
-        "第 2 个头：-3.5 %，最大差距 6.0e-08（界限 1e-6）"
+        "第 2 个头：-3.5%，最大差距 6.0×10⁻⁸（界限 10⁻⁶）"
     table = {"the weights sum to {0}": "权重之和为 {0}", "max gap {0}": "最大差距 {0}"}
     body = ('<li><span class="lf-claim">the weights sum to 1</span>'
             '<span class="lf-measured">max gap 2.0e-07</span></li>'
@@ -179,7 +179,7 @@ def test_claims_are_templated_and_filled_with_this_runs_numbers() -> None:
     missing: list[str] = []
     out = claims.translate_body(body, table, missing)
     assert '<span class="lf-claim" lang="zh-CN">权重之和为 1</span>' in out
-    assert '<span class="lf-measured" lang="zh-CN">最大差距 2.0e-07</span>' in out
+    assert '<span class="lf-measured" lang="zh-CN">最大差距 2.0×10⁻⁷</span>' in out
     assert '<span class="lf-claim">x &lt; y for 3 rows</span>' in out  # not in the table
     assert '<span class="lf-measured" lang="zh-CN">(28, 4)</span>' in out  # no words
     assert missing == ["x < y for {0} rows"]
@@ -193,6 +193,21 @@ def test_claims_are_templated_and_filled_with_this_runs_numbers() -> None:
     assert [p.split(":")[0] for p in found] == ["placeholders differ", "untranslated",
                                                 "no Chinese in the translation of 'ab cd {0}'"]
 
+
+
+def test_chinese_pages_write_numbers_the_chinese_way() -> None:
+    """Powers of ten instead of e-notation, no sign on zero, no space before %, 1/N for
+    "N 分之一"; code blocks keep their text."""
+    assert [claims.chinese_number(t) for t in
+            ("2.7e-40", "0e+00", "0.0e+00", "1e-6", "1.3e+09", "-0.00", "-3.5", "float32")] \
+        == ["2.7×10⁻⁴⁰", "0", "0", "10⁻⁶", "1.3×10⁹", "0.00", "-3.5", "float32"]
+    body = ('<p>仅为论文的 <span class="pasted-text">3324</span> 分之一，'
+            '<span class="pasted-text">12.5</span> % 的句子，p = '
+            '<span class="pasted-text">2.7e-40</span></p><pre>x = "5 %"  # 1e-6</pre>')
+    assert claims.chinese_prose(body) == (
+        '<p>仅为论文的 <span class="pasted-text">1/3324</span>，'
+        '<span class="pasted-text">12.5</span>% 的句子，p = '
+        '<span class="pasted-text">2.7×10⁻⁴⁰</span></p><pre>x = "5 %"  # 1e-6</pre>')
 
 
 def test_table_cells_are_translated_and_data_cells_keep_their_text() -> None:

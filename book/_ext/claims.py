@@ -56,9 +56,58 @@ def template(text: str) -> tuple[str, list[str]]:
     return NUMBER.sub(hole, text), numbers
 
 
+#: A number in scientific notation, as Python's format writes it ("2.7e-40", "0e+00").
+SCIENTIFIC = re.compile(r"([-+−]?)(\d+(?:\.\d*)?)[eE]([-+]?)(\d+)")
+NEGATIVE_ZERO = re.compile(r"[-−]0(?:\.0*)?")
+SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+
+
+def chinese_number(text: str) -> str:
+    """A number as the Chinese edition writes it: scientific notation as a power of ten
+    ("2.7e-40" -> "2.7×10⁻⁴⁰", "1e-6" -> "10⁻⁶"), zero as 0 ("0e+00", "0.0e+00" -> "0") and
+    no sign on a zero ("-0.00" -> "0.00"). Any other text is returned as it is."""
+    if NEGATIVE_ZERO.fullmatch(text):
+        return text[1:]
+    match = SCIENTIFIC.fullmatch(text)
+    if match is None:
+        return text
+    sign, mantissa, exp_sign, exponent = match.groups()
+    if float(mantissa) == 0:
+        return "0"
+    power = int(exponent)
+    if power == 0:
+        return sign + mantissa
+    ten = "10" + (("-" if exp_sign == "-" else "") + str(power)).translate(SUPERSCRIPT)
+    return f"{sign}{ten}" if mantissa == "1" else f"{sign}{mantissa}×{ten}"
+
+
+#: "12.5 %" in Chinese text: no space before the percent sign.
+PERCENT_SPACE = re.compile(r"(\d)(</span>)? %")
+#: "3324 分之一" ("one part in 3324"): written 1/3324, as Chinese technical prose does.
+PART_OF = re.compile(r'(<span class="pasted-text">)?(\d[\d.,]*)(</span>)?\s*分之一\s*')
+PASTED = re.compile(r'<span class="pasted-text">([^<]*)</span>')
+PRE = re.compile(r"(<pre\b.*?</pre>)", re.S)
+
+
+def chinese_prose(body: str) -> str:
+    """A Chinese page's HTML with its numbers written the Chinese way outside code blocks:
+    glued values through :func:`chinese_number`, no space before %, "N 分之一" as 1/N."""
+
+    def prose(part: str) -> str:
+        part = PASTED.sub(lambda m: f'<span class="pasted-text">{chinese_number(m.group(1))}'
+                                    "</span>", part)
+        part = PART_OF.sub(lambda m: f"{m.group(1) or ''}1/{m.group(2)}{m.group(3) or ''}",
+                           part)
+        return PERCENT_SPACE.sub(lambda m: f"{m.group(1)}{m.group(2) or ''}%", part)
+
+    return "".join(p if p.startswith("<pre") else prose(p) for p in PRE.split(body))
+
+
 def fill(chinese: str, numbers: list[str]) -> str:
-    """A Chinese template with this run's numbers put back."""
-    return PLACEHOLDER.sub(lambda m: numbers[int(m.group(1))], chinese)
+    """A Chinese template with this run's numbers put back, written the Chinese way
+    (:func:`chinese_number`, no space before %)."""
+    text = PLACEHOLDER.sub(lambda m: chinese_number(numbers[int(m.group(1))]), chinese)
+    return PERCENT_SPACE.sub(r"\1%", text)
 
 
 def needs_words(text: str) -> bool:
@@ -86,7 +135,7 @@ def translate_body(body: str, table: dict[str, str], missing: list[str] | None =
         if PLACEHOLDER.search(NUMBER.sub("", text)):
             chinese = None  # literal {n} in the text: cannot be templated safely
         else:
-            chinese = table.get(english) if needs_words(text) else text
+            chinese = table.get(english) if needs_words(text) else english
         if chinese is None:
             if missing is not None:
                 missing.append(english)
@@ -223,8 +272,8 @@ def setup(app: Any) -> dict[str, Any]:
         if "table" not in state:
             state["table"] = load()
         missing: list[str] = []
-        context["body"] = translate_graders(translate_body(context["body"], state["table"],
-                                                           missing))
+        context["body"] = chinese_prose(translate_graders(translate_body(
+            context["body"], state["table"], missing)))
         for english in missing:
             print(f"labformer claims: no Chinese for {english[:80]!r} on {pagename} "
                   "(python book/_ext/claims.py extract, then translate)", file=sys.stderr)

@@ -473,6 +473,56 @@ def chinese_chapter_links(app: Sphinx, doctree: Any, docname: str) -> None:
                 parent.replace(node, nodes.Text(stripped))
 
 
+#: The interface words the themes write in English whatever the language (hard-coded in their
+#: templates, or left untranslated in their catalogues), in the Chinese edition's words.
+INTERFACE_ZH = {
+    "Link to this heading": "链接到此标题", "Link to this image": "链接到此图",
+    "Link to this table": "链接到此表", "Link to this code": "链接到此代码",
+    "Link to this equation": "链接到此公式", "Link to this definition": "链接到此定义",
+    "Toggle primary sidebar": "显示或隐藏目录栏", "Toggle secondary sidebar": "显示或隐藏本页目录",
+    "Color mode": "颜色模式", "System Settings": "跟随系统设置", "Main": "主导航",
+    "Page": "本页", "Section Navigation": "章节导航", "Site navigation": "网站导航",
+}
+INTERFACE_ATTR = re.compile(r'\b(title|aria-label|data-bs-title)="([^"]*)"')
+#: An entry of the index page that names a glossary term (its English name, as Sphinx files it).
+INDEX_TERM = re.compile(r'(<a href="[^"]*glossary\.html#term-[^"]*"><strong>)([^<]+)'
+                        r'(</strong></a>)')
+
+
+def chinese_interface(page: str, terms: dict[str, str]) -> str:
+    """A Chinese page's HTML with the themes' English interface words (tooltips,
+    screen-reader labels, the PDF button) in Chinese; on the index page each glossary term
+    reads as its Chinese term of record, the English name after it."""
+    page = INTERFACE_ATTR.sub(
+        lambda m: f'{m.group(1)}="{INTERFACE_ZH.get(m.group(2), m.group(2))}"', page)
+    page = page.replace("列印成 PDF", "打印为 PDF")
+
+    def term(match: re.Match[str]) -> str:
+        english = html.unescape(match.group(2))
+        chinese = terms.get(english) or terms.get(english.lower())
+        if not chinese:
+            return match.group(0)
+        return f"{match.group(1)}{html.escape(chinese)}{match.group(3)}（{match.group(2)}）"
+
+    return INDEX_TERM.sub(term, page)
+
+
+def translate_interface(app: Sphinx, exception: Exception | None) -> None:
+    """After a Chinese build: :func:`chinese_interface` over every page it wrote."""
+    if exception is not None or not (app.config.language or "").startswith("zh"):
+        return
+    import translations
+
+    terms = {name: term.chinese[0] for term in translations.glossary_terms()
+             for name in term.english}
+    terms.update({k.lower(): v for k, v in terms.items()})
+    for path in Path(app.outdir).rglob("*.html"):
+        page = path.read_text(encoding="utf-8")
+        changed = chinese_interface(page, terms)
+        if changed != page:
+            path.write_text(changed, encoding="utf-8")
+
+
 def extensions_digest() -> int:
     """A number that changes whenever a file of book/_ext changes. Sphinx re-reads every page
     when an extension's ``env_version`` changes, so an edit to an extension reaches pages that
@@ -491,6 +541,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.add_directive("figure", value_figure(), override=True)
     app.connect("doctree-resolved", alt_from_svg_title)
     app.connect("doctree-resolved", chinese_chapter_links)
+    app.connect("build-finished", translate_interface)
     app.connect("html-page-context", add_language_switch)
     app.connect("html-page-context", translate_toggles)
     app.connect("config-inited", use_search_scorer)
