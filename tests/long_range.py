@@ -251,7 +251,8 @@ def main(argv: list[str] | None = None) -> int:
                                      for s in SWEEP_SEEDS for m in MODELS], args.jobs)
         data = {"what": "copying 50-100 random digits after the same CPU time of training: "
                         "each model's rate tuned on seeds 101-103, then seeds 1-20",
-                **common, "cpu_budget_s": CPU_BUDGET, "lengths": LENGTHS, "rates": RATES,
+                **common, "cpu_budget_s": CPU_BUDGET, "lengths": LENGTHS, "batch": BATCH,
+                "warmup_steps": WARMUP, "held_out": HELD_OUT, "rates": RATES,
                 "tuning_seeds": list(TUNING_SEEDS), "chosen": rates, "runs": runs}
     data["duration"] = f"{(time.time() - started) / 60:.0f} minutes wall-clock"
     if args.out:

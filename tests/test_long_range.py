@@ -73,3 +73,20 @@ def test_the_timings_cover_every_length_thread_and_model():
             for k in range(data["repeats"])}
     assert got == want and data["repeats"] >= 3
     assert all(r["step_s"] > 0 and r["translate_s"] > 0 for r in data["timings"])
+
+
+def test_the_copy_sweep_is_tuned_on_its_own_seeds_and_paired_on_fixed_ones():
+    """14_long_copy.json: every rate tried on the three tuning seeds, the chosen rates the
+    best mean token accuracy among them, then both models on seeds 1-20 at those rates, each
+    run within 5 % of the CPU budget (the chapter's verdict reads these runs)."""
+    data = json.loads((DATA / "14_long_copy.json").read_text("utf-8"))
+    assert data["command"].startswith("python tests/long_range.py sweep")
+    tuning = [r for r in data["runs"] if r["phase"] == "tuning"]
+    assert {(r["model"], r["lr"], r["seed"]) for r in tuning} == {
+        (m, rate, s) for m in lr.MODELS for rate in lr.RATES[m] for s in lr.TUNING_SEEDS}
+    assert data["chosen"] == lr.best_rates(tuning)
+    for m in lr.MODELS:
+        seeds = [r for r in data["runs"] if r["phase"] == "seeds" and r["model"] == m]
+        assert sorted(r["seed"] for r in seeds) == list(lr.SWEEP_SEEDS)
+        assert all(r["lr"] == data["chosen"][m] for r in seeds)
+    assert all(abs(r["cpu_s"] / data["cpu_budget_s"] - 1) < 0.05 for r in data["runs"])

@@ -500,7 +500,7 @@ def chinese_interface(page: str, terms: dict[str, str]) -> str:
     def term(match: re.Match[str]) -> str:
         english = html.unescape(match.group(2))
         chinese = terms.get(english) or terms.get(english.lower())
-        if not chinese:
+        if not chinese or chinese.lower() == english.lower():  # BLEU, softmax: kept as they are
             return match.group(0)
         return f"{match.group(1)}{html.escape(chinese)}{match.group(3)}（{match.group(2)}）"
 
