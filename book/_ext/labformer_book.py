@@ -513,7 +513,9 @@ def translate_interface(app: Sphinx, exception: Exception | None) -> None:
         return
     import translations
 
-    terms = {name: term.chinese[0] for term in translations.glossary_terms()
+    glossary = Path(app.srcdir) / "book" / "glossary.md"  # a book without one: no index terms
+    terms = {name: term.chinese[0] for term in
+             (translations.glossary_terms(glossary) if glossary.is_file() else [])
              for name in term.english}
     terms.update({k.lower(): v for k, v in terms.items()})
     for path in Path(app.outdir).rglob("*.html"):
