@@ -727,9 +727,8 @@ def ffn_per_position(words: Sequence[str], z: Sequence[Sequence[float]],
     d.text(left + z_w / 2, 18, Label("attention output z", "注意力输出 z"), kind="title",
            bold=True)
     d.text(box_x + box_w / 2, 18, Label("one FFN", "同一个前馈网络"), kind="title", bold=True)
-    d.text(box_x + box_w / 2, 36, Label(f"{d_model} → {d_ff} → {d_model}",
-                                        f"{d_model} → {d_ff} → {d_model}"),
-           kind="shape", colour=MUTED, size=13)
+    d.text(box_x + box_w / 2, 36, f"{d_model} → {d_ff} → {d_model}", kind="shape",
+           colour=MUTED, size=13)
     d.text(r_x + z_w / 2, 18, Label("its output r", "输出 r"), kind="title", bold=True)
     for t, word in enumerate(words):
         y = top + t * rowh

@@ -19,6 +19,7 @@ import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
+import book_ext
 import pytest
 from test_book_html import (
     SCREENSHOTS,
@@ -246,16 +247,8 @@ def test_chinese_pages_have_no_english_interface_words(html_dir: Path) -> None:
 def glossary_terms() -> dict[str, str]:
     """Each English name of a glossary entry and its Chinese term of record
     (book/_ext/translations.py reads book/glossary.md)."""
-    import importlib.util
-    import sys
-
-    path = Path(__file__).resolve().parents[1] / "book" / "_ext" / "translations.py"
-    spec = importlib.util.spec_from_file_location("translations", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("translations", module)
-    spec.loader.exec_module(module)
-    return {name: term.chinese[0] for term in module.glossary_terms() for name in term.english}
+    return {name: term.chinese[0] for term in book_ext.load("translations").glossary_terms()
+            for name in term.english}
 
 
 #: Chinese prose writes 12.5%, 1/3324, 2.7×10⁻⁴⁰ (book/_ext/claims.py chinese_prose).
@@ -288,15 +281,7 @@ def test_chinese_prose_writes_numbers_the_chinese_way(html_dir: Path) -> None:
 def test_claims_read_in_chinese_on_chinese_pages(html_dir: Path) -> None:
     """Every checked claim and measured value with words shows in Chinese (book/_ext/claims.py),
     and every claim of the English book has its Chinese in the catalogue."""
-    import importlib.util
-    import sys
-
-    root = Path(__file__).resolve().parents[1]
-    spec = importlib.util.spec_from_file_location("claims", root / "book" / "_ext" / "claims.py")
-    assert spec and spec.loader
-    claims = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("claims", claims)
-    spec.loader.exec_module(claims)
+    claims = book_ext.load("claims")
     table = claims.load()
     # Claims are sentences the chapter writes: every one is translated. A measured value may
     # quote the run's data (a sentence the model translated, which this seed chose): at most

@@ -3,10 +3,10 @@ catalogue of labformer.exercises, although the notebooks run once, in English.""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
+import book_ext
 import torch
 
 from labformer import exercises
@@ -15,11 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _claims():
-    spec = importlib.util.spec_from_file_location("claims", ROOT / "book" / "_ext" / "claims.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return book_ext.load("claims")
 
 
 def _right_causal_mask(T: int) -> torch.Tensor:

@@ -8,28 +8,18 @@ catalogues; book/_ext/translations.py exports and imports a page's messages).
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import book_ext
 import pytest
 from babel.messages.pofile import read_po
 
 ROOT = Path(__file__).resolve().parents[1]
-_SPEC = importlib.util.spec_from_file_location("translations",
-                                               ROOT / "book" / "_ext" / "translations.py")
-assert _SPEC and _SPEC.loader
-translations = importlib.util.module_from_spec(_SPEC)
-sys.modules["translations"] = translations
-_SPEC.loader.exec_module(translations)
-
-_SPEC = importlib.util.spec_from_file_location("claims", ROOT / "book" / "_ext" / "claims.py")
-assert _SPEC and _SPEC.loader
-claims = importlib.util.module_from_spec(_SPEC)
-sys.modules["claims"] = claims
-_SPEC.loader.exec_module(claims)
+translations = book_ext.load("translations")
+claims = book_ext.load("claims")
 
 CATALOGUES = translations.CATALOGUES
 PAGES = sorted(p.stem for p in CATALOGUES.glob("*.po"))
@@ -170,7 +160,7 @@ def test_claims_are_templated_and_filled_with_this_runs_numbers() -> None:
     assert english == "head {0}: max gap {1} (bound {2}) in float32, {3} %"
     assert numbers == ["2", "6.0e-08", "1e-6", "-3.5"]
     assert claims.fill("第 {0} 个头：{3} %，最大差距 {1}（界限 {2}）", numbers) == \
-        "第 2 个头：-3.5%，最大差距 6.0×10⁻⁸（界限 10⁻⁶）"
+        "第 2 个头：-3.5 %，最大差距 6.0×10⁻⁸（界限 10⁻⁶）"
     table = {"the weights sum to {0}": "权重之和为 {0}", "max gap {0}": "最大差距 {0}"}
     body = ('<li><span class="lf-claim">the weights sum to 1</span>'
             '<span class="lf-measured">max gap 2.0e-07</span></li>'

@@ -104,10 +104,9 @@ def chinese_prose(body: str) -> str:
 
 
 def fill(chinese: str, numbers: list[str]) -> str:
-    """A Chinese template with this run's numbers put back, written the Chinese way
-    (:func:`chinese_number`, no space before %)."""
-    text = PLACEHOLDER.sub(lambda m: chinese_number(numbers[int(m.group(1))]), chinese)
-    return PERCENT_SPACE.sub(r"\1%", text)
+    """A Chinese template with this run's numbers put back, each written the Chinese way
+    (:func:`chinese_number`; the page's :func:`chinese_prose` then drops the space before %)."""
+    return PLACEHOLDER.sub(lambda m: chinese_number(numbers[int(m.group(1))]), chinese)
 
 
 def needs_words(text: str) -> bool:

@@ -492,15 +492,16 @@ INDEX_TERM = re.compile(r'(<a href="[^"]*glossary\.html#term-[^"]*"><strong>)([^
 def chinese_interface(page: str, terms: dict[str, str]) -> str:
     """A Chinese page's HTML with the themes' English interface words (tooltips,
     screen-reader labels, the PDF button) in Chinese; on the index page each glossary term
-    reads as its Chinese term of record, the English name after it."""
+    reads as its Chinese term of record, the English name after it. ``terms``: the glossary's
+    English names, lower case, to their Chinese terms."""
     page = INTERFACE_ATTR.sub(
         lambda m: f'{m.group(1)}="{INTERFACE_ZH.get(m.group(2), m.group(2))}"', page)
     page = page.replace("列印成 PDF", "打印为 PDF")
 
     def term(match: re.Match[str]) -> str:
-        english = html.unescape(match.group(2))
-        chinese = terms.get(english) or terms.get(english.lower())
-        if not chinese or chinese.lower() == english.lower():  # BLEU, softmax: kept as they are
+        english = html.unescape(match.group(2)).lower()
+        chinese = terms.get(english)
+        if not chinese or chinese.lower() == english:  # BLEU, softmax: kept as they are
             return match.group(0)
         return f"{match.group(1)}{html.escape(chinese)}{match.group(3)}（{match.group(2)}）"
 
@@ -514,10 +515,9 @@ def translate_interface(app: Sphinx, exception: Exception | None) -> None:
     import translations
 
     glossary = Path(app.srcdir) / "book" / "glossary.md"  # a book without one: no index terms
-    terms = {name: term.chinese[0] for term in
+    terms = {name.lower(): term.chinese[0] for term in
              (translations.glossary_terms(glossary) if glossary.is_file() else [])
              for name in term.english}
-    terms.update({k.lower(): v for k, v in terms.items()})
     for path in Path(app.outdir).rglob("*.html"):
         page = path.read_text(encoding="utf-8")
         changed = chinese_interface(page, terms)
