@@ -112,7 +112,7 @@ translations: venv
 	@$(PY) book/_ext/claims.py check >/dev/null || { $(PY) book/_ext/claims.py check; echo \
 	  "make translations: translate the claims above (book/locales/zh_CN/claims/PAGE.json)"; }
 
-# Debian's Chromium drives the browser test (tests/test_book_html.py), with a CJK font so the
+# Debian's Chromium drives the browser test (tests/book/test_book_html.py), with a CJK font so the
 # glossary's Chinese terms render in the screenshots. Installs what is missing (root or sudo).
 CJK_FONT := /usr/share/fonts/truetype/wqy/wqy-microhei.ttc
 browser:

@@ -222,8 +222,8 @@ def bench_recipes(tiny: bool = False) -> Row:
     import dataclasses
 
     from labformer import train_translator
+    from labformer.app.translate import RECIPES
     from labformer.data import generate_corpus
-    from labformer.translate import RECIPES
 
     corpus = generate_corpus(num_pairs=300 if tiny else 30_000, seed=0,
                              valid_size=20 if tiny else 1000, test_size=20 if tiny else 1000)

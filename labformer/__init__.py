@@ -2,7 +2,7 @@
 
 What the chapters use is importable from here (``from labformer import ...``, the names in
 ``__all__``); everything else from its module (``labformer.attention``, ``labformer.data``,
-``labformer.testing``, ...). Names are imported on first use, so ``import labformer`` is
+``labformer.book.testing``, ...). Names are imported on first use, so ``import labformer`` is
 instant and ``labformer --help`` does not load torch.
 """
 
@@ -52,7 +52,7 @@ __all__ = [
 # top-level ``train`` would be the function or the submodule ``labformer.train`` depending on
 # what was imported first (importing a submodule sets the package's attribute of that name).
 _HOME: dict[str, tuple[str, ...]] = {
-    "notebook": ("setup_notebook",),
+    "book.notebook": ("setup_notebook",),
     "rnn": ("Seq2SeqRNN",),
     "attention": ("attention_with_weights", "AdditiveAttention"),
     "masks": ("causal_mask", "padding_mask", "combine_masks"),
@@ -67,7 +67,7 @@ _HOME: dict[str, tuple[str, ...]] = {
     "lm": ("LanguageModel",),
     "sampling": ("sample",),
     "train": ("TrainConfig",),
-    "translate": ("Translator", "train_translator"),
+    "app.translate": ("Translator", "train_translator"),
 }
 _MODULE_OF = {name: module for module, names in _HOME.items() for name in names}
 # Names of earlier versions: an AttributeError that says where each went. The very generic ones
@@ -75,10 +75,12 @@ _MODULE_OF = {name: module for module, names in _HOME.items() for name in names}
 # that name returns the output only and labformer's returns (out, weights).
 _MOVED = {"scaled_dot_product_attention": "labformer.attention_with_weights",
           "entropy": "labformer.loss.entropy", "residual": "labformer.layers.residual",
-          "score": "labformer.translate.score"}
+          "score": "labformer.app.translate.score"}
 
 if TYPE_CHECKING:  # what type checkers see; at run time, __getattr__ imports on first use
+    from .app.translate import Translator, train_translator
     from .attention import AdditiveAttention, attention_with_weights
+    from .book.notebook import setup_notebook
     from .decoding import beam_search, greedy_decode, length_penalty_factor, sequence_log_prob
     from .layers import DecoderLayer, EncoderLayer
     from .lm import LanguageModel
@@ -90,7 +92,6 @@ if TYPE_CHECKING:  # what type checkers see; at run time, __getattr__ imports on
     )
     from .masks import causal_mask, combine_masks, padding_mask
     from .multihead import MultiHeadAttention, record_attention
-    from .notebook import setup_notebook
     from .positional import (
         LearnedPositionalEncoding,
         NoPositionalEncoding,
@@ -101,7 +102,6 @@ if TYPE_CHECKING:  # what type checkers see; at run time, __getattr__ imports on
     from .sampling import sample
     from .train import TrainConfig
     from .transformer import Transformer, TransformerConfig
-    from .translate import Translator, train_translator
 
 
 def __getattr__(name: str) -> Any:

@@ -1,7 +1,7 @@
 """Turning a trained model into output sequences: greedy decoding and beam search.
 
 Both functions use only this model interface (``Transformer`` has it, so does the test double
-:class:`labformer.testing.PrefixTableModel`)::
+:class:`labformer.book.testing.PrefixTableModel`)::
 
     model.config.pad_id, .bos_id, .eos_id -> the special ids (one source of truth: the model)
     model.encode(src (B, S)) -> memory (B, S, D)

@@ -62,9 +62,9 @@ import json, sys, time, torch
 sys.path.insert(0, "tests")
 from gru_tuning import Setup
 from labformer.rnn import TeacherForcedRNN
-from labformer.runs import subnormals_flushed
+from labformer.app.runs import subnormals_flushed
 from labformer.train import TrainConfig, train
-from labformer.translate import build_model
+from labformer.app.translate import build_model
 torch.set_num_threads(1)
 setup = Setup()
 ratios = []
@@ -89,9 +89,9 @@ import json, sys, time, torch
 sys.path.insert(0, "tests")
 from gru_tuning import Setup
 from labformer.rnn import TeacherForcedRNN
-from labformer.runs import subnormals_flushed
+from labformer.app.runs import subnormals_flushed
 from labformer.train import TrainConfig, train
-from labformer.translate import TRAIN_DEFAULTS, build_model
+from labformer.app.translate import TRAIN_DEFAULTS, build_model
 torch.set_num_threads(1)
 setup = Setup()
 for job in json.loads(sys.argv[1]):
@@ -121,9 +121,9 @@ import json, sys, time, torch
 sys.path.insert(0, "tests")
 from gru_tuning import Setup
 from labformer.rnn import TeacherForcedRNN
-from labformer.runs import subnormals_flushed
+from labformer.app.runs import subnormals_flushed
 from labformer.train import TrainConfig, train
-from labformer.translate import build_model
+from labformer.app.translate import build_model
 setup = Setup()
 out = {}
 for job in json.loads(sys.argv[1]):

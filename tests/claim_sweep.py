@@ -18,7 +18,7 @@ With ``--write PATH`` the sweep becomes the chapter's data file: after each run 
 the file's ``quantities`` (name -> a Python expression in the chapter's namespace, given with
 ``--quantity NAME=EXPR`` or kept from the file already at PATH) and stores every run's values
 with the command and the code version. The chapter reads the file with
-``labformer.notebook.Sweep`` and holds its own run to the sweep's t-predictive intervals
+``labformer.book.notebook.Sweep`` and holds its own run to the sweep's t-predictive intervals
 (book/checking.md). With ``--kernels auto`` (the default with ``--write``) odd seeds run on
 the plain kernels and even ones on AVX2.
 """
@@ -47,7 +47,7 @@ import matplotlib
 matplotlib.use("Agg")
 import myst_nb
 import nbformat
-import labformer.notebook as notebook
+import labformer.book.notebook as notebook
 
 out, path, wanted = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 records = []
@@ -120,7 +120,7 @@ def parse_quantity(text: str) -> tuple[str, str]:
 def write_data(path: Path, notebook: Path, quantities: dict[str, str],
                runs: list[dict[str, object]], command: str, seconds: float, jobs: int,
                settings: dict[str, object] | None = None) -> None:
-    """The chapter's data file (the format ``labformer.notebook.Sweep`` reads). ``settings``:
+    """The chapter's data file (the format ``labformer.book.notebook.Sweep`` reads). ``settings``:
     the values of the chapter's settings the sweep was made at (``Sweep.differs`` compares a
     reader's run with them), kept from the data file that is rewritten."""
     sys.path.insert(0, str(Path(__file__).parent))

@@ -9,7 +9,7 @@ the run wrote is printed). Two held-out sets: the 5 % of the everyday pairs that
 holds out, and ``labformer/data/fr-en-everyday-heldout.tsv``, everyday sentences written for
 this check and never trained on. A translation is right when it is the reference word for
 word (after the reference is read as the model reads text); a flag is the warning
-``translate --scores`` prints (labformer.carry.assess; labformer.carry.count_flags counts).
+``translate --scores`` prints (labformer.app.carry.assess; labformer.app.carry.count_flags counts).
 Printed: the share of wrong translations flagged and of right ones left unflagged, on each
 set; the goal is 80 % for both.
 """
@@ -40,7 +40,7 @@ def _written_bytes() -> int:
 
 def train(checkpoint: Path) -> None:
     """The README's default run on the everyday pairs; prints its time and its disk use."""
-    from labformer.cli import main as cli
+    from labformer.app.cli import main as cli
     from labformer.data import everyday_pairs_path
 
     argv = ["train", "--pairs", str(everyday_pairs_path()), "--out", str(checkpoint),
@@ -58,11 +58,11 @@ def train(checkpoint: Path) -> None:
 
 def measure(checkpoint: Path) -> dict[str, dict[str, float]]:
     """Per set: wrong, right, flagged wrong, unflagged right, and the two shares."""
-    from labformer.carry import count_flags
-    from labformer.cli import _split_pairs
+    from labformer.app.carry import count_flags
+    from labformer.app.cli import _split_pairs
+    from labformer.app.translate import Translator
     from labformer.data import read_pairs
     from labformer.train import load_checkpoint
-    from labformer.translate import Translator
 
     translator = Translator.from_checkpoint(checkpoint)
     valid = [tuple(p) for p in load_checkpoint(checkpoint)["corpus"]["valid"]]

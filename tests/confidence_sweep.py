@@ -5,7 +5,7 @@
 
 Each run is a fresh process on one thread that trains chapter 12's model (the everyday pairs
 but every tenth, ``TRAIN_DEFAULTS`` with 300 steps at least, the run's seed) and counts with
-``labformer.carry.count_flags`` how the warnings of ``labformer translate --scores`` fall on
+``labformer.app.carry.count_flags`` how the warnings of ``labformer translate --scores`` fall on
 the chapter's two held-out sets together: every tenth pair of the file and
 ``fr-en-everyday-heldout.tsv``. Odd seeds run on PyTorch's plain kernels
 (``ATEN_CPU_CAPABILITY=default``), even seeds on AVX2, so the sweep holds the spread a
@@ -32,9 +32,9 @@ OUT = ROOT / "book" / "data" / "12_confidence.json"
 RUN = """
 import dataclasses, json, sys, torch
 from labformer import train_translator
-from labformer.carry import count_flags
+from labformer.app.carry import count_flags
 from labformer.data import everyday_pairs_path, load_pairs
-from labformer.translate import TRAIN_DEFAULTS
+from labformer.app.translate import TRAIN_DEFAULTS
 torch.set_num_threads(1)
 seed = int(sys.argv[1])
 everyday = load_pairs(everyday_pairs_path())
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({
         "what": "chapter 12's model for each seed: the warnings of `labformer translate "
-                "--scores` on its two held-out sets together (labformer.carry.count_flags)",
+                "--scores` on its two held-out sets together (labformer.app.carry.count_flags)",
         "command": "python tests/confidence_sweep.py " + " ".join(argv or sys.argv[1:]),
         "runs": runs}, indent=1) + "\n", encoding="utf-8")
     print(f"{len(runs)} runs in {time.perf_counter() - start:.0f} s -> {args.out}")

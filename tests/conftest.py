@@ -1,9 +1,10 @@
 """Shared test settings, and the built book (_build/html) served on 127.0.0.1 for the browser
-tests (tests/test_book_html.py, tests/test_book_editions.py)."""
+tests (tests/book/test_book_html.py, tests/book/test_book_editions.py)."""
 
 import functools
 import http.server
 import os
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,6 +12,10 @@ from pathlib import Path
 import pytest
 import torch
 from hypothesis import settings
+
+# Tests are grouped by what they test (library/, cli/, book/, notebooks/); the helpers they share
+# live here in tests/ (on the path as this file's folder), the browser's in book/test_book_html.
+sys.path.insert(0, str(Path(__file__).resolve().parent / "book"))
 
 # In CI every property test draws the same examples on every run, so a result can be
 # reproduced; locally hypothesis explores new examples each time.

@@ -1,9 +1,10 @@
-"""Attempts at labformer.exercises, written from the exercises' statements alone (no labformer).
+"""Attempts at labformer.book.exercises, written from the exercises' statements alone (no
+labformer).
 
 ``RIGHT[name]`` is a correct attempt at each exercise; ``WRONG`` lists classic mistakes, at
 least three per exercise, each with the property (``Mismatch.property``) that must reject it.
 The layers and multi-head attention are written once with switches, and each wrong class flips
-one switch. Used by tests/test_exercises.py and by tests/mutants.py (make test-mutants).
+one switch. Used by tests/notebooks/test_exercises.py and by tests/mutants.py (make test-mutants).
 """
 
 from __future__ import annotations

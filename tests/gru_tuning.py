@@ -1,7 +1,7 @@
 """Chapter 14's baseline comparison: each model's learning rate tuned at equal CPU time.
 
 What it runs. On the generated corpus (``generate_corpus()``, the chapter's data), the
-Transformer of ``labformer.translate`` (MODEL_DEFAULTS) and chapter 1's GRU with additive
+Transformer of ``labformer.app.translate`` (MODEL_DEFAULTS) and chapter 1's GRU with additive
 attention (``Seq2SeqRNN``, 128-dimensional, as chapter 14 builds it) are trained on the same
 96-pair batches, loss (label smoothing 0.1), AdamW (betas 0.9/0.98, decay 0.01), clipping
 and schedule shape (linear warm-up, then 1/sqrt(step)), for the SAME CPU time:
@@ -35,12 +35,18 @@ import time
 
 import torch
 
+from labformer.app.runs import subnormals_flushed
+from labformer.app.translate import (
+    BATCH_SIZE,
+    MODEL_DEFAULTS,
+    TRAIN_DEFAULTS,
+    Translator,
+    build_model,
+)
 from labformer.data import Vocab, detokenize, generate_corpus, make_batches, tokenize
 from labformer.metrics import corpus_bleu
 from labformer.rnn import Seq2SeqRNN, TeacherForcedRNN
-from labformer.runs import subnormals_flushed
 from labformer.train import TrainConfig, train
-from labformer.translate import BATCH_SIZE, MODEL_DEFAULTS, TRAIN_DEFAULTS, Translator, build_model
 
 TF_RATES = (1e-3, 2e-3, 4e-3, 8e-3)
 GRU_RATES = (3e-3, 1e-2, 3e-2)

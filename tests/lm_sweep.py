@@ -12,7 +12,7 @@ one JSON line (a finished run is not redone; a run is never added after the swee
 One run trains seven small models: about two minutes on one idle core.
 
 With ``--write PATH`` the runs become the chapter's data file, which
-``labformer.notebook.Sweep`` reads: the command, the code version, the settings the sweep was
+``labformer.book.notebook.Sweep`` reads: the command, the code version, the settings the sweep was
 made at, and every run's perplexity per block (``ppl_2017``, ``ppl_Pre-LN``, ...). The chapter
 decides its verdicts from it and holds its own run to the runs' t-predictive intervals
 (book/checking.md). The sweep runs outside CI.

@@ -36,13 +36,13 @@ from typing import Any
 
 import torch
 
+from labformer.app.runs import subnormals_flushed
+from labformer.app.translate import MODEL_DEFAULTS
 from labformer.data.batching import Batch
 from labformer.decoding import greedy_decode
 from labformer.rnn import Seq2SeqRNN, TeacherForcedRNN
-from labformer.runs import subnormals_flushed
 from labformer.special import BOS_ID, EOS_ID, PAD_ID
 from labformer.transformer import Transformer, TransformerConfig
-from labformer.translate import MODEL_DEFAULTS
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ("transformer", "gru")

@@ -18,7 +18,7 @@ runs once unmutated, and must pass: a chapter that fails anyway catches nothing.
 (bug, chapter, caught or survived, the first failing line) and exits non-zero if a bug survives
 or a baseline fails.
 
-Before the chapters (unless mutants are named), the graders of ``labformer.exercises`` meet
+Before the chapters (unless mutants are named), the graders of ``labformer.book.exercises`` meet
 the planted wrong attempts of tests/exercise_attempts.py, classic mistakes at each exercise:
 every one must be rejected with a ``Mismatch`` (its message's first line is printed), and every
 right attempt there must pass. This takes seconds.
@@ -347,7 +347,7 @@ def grade_attempts() -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import exercise_attempts
 
-    from labformer import exercises
+    from labformer.book import exercises
 
     start = time.perf_counter()
     failures: list[str] = []

@@ -29,10 +29,10 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0, help="training seed (default 0)")
     args = parser.parse_args()
 
-    from labformer.cli import _split_pairs
-    from labformer.cli import main as cli
+    from labformer.app.cli import _split_pairs
+    from labformer.app.cli import main as cli
+    from labformer.app.translate import Translator
     from labformer.data import everyday_pairs_path, read_pairs
-    from labformer.translate import Translator
 
     with tempfile.TemporaryDirectory() as tmp:
         three = Path(tmp) / "three.tsv"

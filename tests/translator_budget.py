@@ -25,7 +25,7 @@ RUN = """
 import dataclasses, json, sys, time, torch
 from labformer import train_translator
 from labformer.data import generate_corpus
-from labformer.translate import TRAIN_DEFAULTS
+from labformer.app.translate import TRAIN_DEFAULTS
 torch.set_num_threads(1)
 seed, batch, epochs, lr, warmup, decay, dropout = json.loads(sys.argv[1])
 corpus = generate_corpus()

@@ -21,13 +21,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 from _train_child import run_child
 
-from labformer.cli.train import RECIPE_NAMES
+from labformer.app.cli.train import RECIPE_NAMES
 
 RUN = """
 import dataclasses, json, sys, time, torch
 from labformer import train_translator
 from labformer.data import generate_corpus
-from labformer.translate import RECIPES
+from labformer.app.translate import RECIPES
 torch.set_num_threads(1)
 seed, name = json.loads(sys.argv[1])
 recipe = RECIPES[name]

@@ -55,7 +55,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import myst_nb
 import nbformat
-import labformer.notebook as notebook
+import labformer.book.notebook as notebook
 
 parts, names = json.loads(sys.argv[1]), sys.argv[2].split(",")
 false = []

@@ -8,7 +8,7 @@ ignores; JupyterLab collapses a cell's code or outputs by ``metadata.jupyter.sou
 and ``metadata.jupyter.outputs_hidden``, which the page ignores. This tool derives the second
 from the first, so that a learner who opens a chapter in JupyterLab sees what the page shows:
 the checking code and the plumbing collapsed, every solution closed (code and outputs) until
-opened. ``tests/test_book_cells.py`` fails when the two drift.
+opened. ``tests/notebooks/test_book_cells.py`` fails when the two drift.
 """
 
 from __future__ import annotations

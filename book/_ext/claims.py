@@ -4,7 +4,7 @@
     python book/_ext/claims.py check [PAGE ...] # every claim translated, placeholders kept
     python book/_ext/claims.py missing          # the claims still to translate, as JSON
 
-A chapter's check cells run once and their output (``labformer.notebook.evidence``: a line
+A chapter's check cells run once and their output (``labformer.book.notebook.evidence``: a line
 ``<span class="lf-tally">`` that counts the checks, then a list of ``<span class="lf-claim">``
 and ``<span class="lf-measured">``) is the same in both editions.
 The Chinese edition translates it while Sphinx writes each page (the extension ``setup`` below,
@@ -12,11 +12,12 @@ active only when the book's language is Chinese): every number of the English te
 placeholder ``{0}``, ``{1}``, ... (a *template*), the template is looked up in
 ``book/locales/zh_CN/claims/PAGE.json`` and the run's numbers go back into the Chinese template,
 so a re-run with another seed needs no new translation. The cells of the chapters' tables
-(``labformer.notebook.table``: ``<table class="... lf-table">``) are the same kind of output and
+(``labformer.book.notebook.table``: ``<table class="... lf-table">``) are the same kind of
+output and
 go through the same catalogue (kind ``cell``); a cell that shows data or code (a French
 sentence, ``norm_first=False``) keeps its text, written as its own translation. A translated
-span or cell gets ``lang="zh-CN"``; the completeness gate (tests/test_translations.py against
-the catalogue, and tests/test_book_editions.py against the built pages) fails while any claim
+span or cell gets ``lang="zh-CN"``; the completeness gate (tests/book/test_translations.py against
+the catalogue, and tests/book/test_book_editions.py against the built pages) fails while any claim
 or cell of the English book lacks one.
 """
 
@@ -39,7 +40,7 @@ ENGLISH_HTML = ROOT / "_build" / "html" / "book"
 NUMBER = re.compile(r"(?<![A-Za-wyz_\d.])[-+−]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
 PLACEHOLDER = re.compile(r"\{(\d+)\}")
 SPAN = re.compile(r'<span class="(lf-claim|lf-measured|lf-tally)">(.*?)</span>', re.S)
-#: A chapter's table (labformer.notebook.table), and a cell of it that holds text only.
+#: A chapter's table (labformer.book.notebook.table), and a cell of it that holds text only.
 TABLE = re.compile(r'<table [^>]*\blf-table\b[^>]*>.*?</table>', re.S)
 CELL = re.compile(r'<(th|td)\b([^>]*)>([^<]*)</(?:th|td)>')
 WORD = re.compile(r"[A-Za-z]{2,}")
@@ -160,15 +161,15 @@ def translate_body(body: str, table: dict[str, str], missing: list[str] | None =
     return TABLE.sub(lambda t: CELL.sub(cell, t.group(0)), body)
 
 
-#: A grader's line (labformer.exercises.GraderLine): its message id and fields, in English.
+#: A grader's line (labformer.book.exercises.GraderLine): its message id and fields, in English.
 GRADER = re.compile(r'<span class="lf-grader" data-key="([^"]+)" data-fields="([^"]*)">'
                     r'(.*?)</span>', re.S)
 
 
 def translate_graders(body: str) -> str:
     """A page's HTML with every grader line worded from the Chinese catalogue of
-    labformer.exercises (the same message id and fields as the English line)."""
-    from labformer.exercises import MESSAGES
+    labformer.book.exercises (the same message id and fields as the English line)."""
+    from labformer.book.exercises import MESSAGES
 
     def one(match: re.Match[str]) -> str:
         key, fields = match.group(1), json.loads(html.unescape(match.group(2)))

@@ -29,7 +29,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 900  # seconds per cell, as execute.timeout in _config.yml
-#: Where each chapter's untranslated plot texts go (tests/test_book_editions.py reads them).
+#: Where each chapter's untranslated plot texts go (tests/book/test_book_editions.py reads them).
 PLOT_MISSING = ROOT / "_build" / "plot_missing"
 
 
@@ -88,7 +88,7 @@ def _execute(path: str) -> dict[str, Any]:
     from jupyter_cache.executors.utils import single_nb_execution
 
     # The texts of this chapter's plots that the Chinese twins could not translate
-    # (labformer.notebook.glue), one file per chapter, rewritten at each execution.
+    # (labformer.book.notebook.glue), one file per chapter, rewritten at each execution.
     missing = PLOT_MISSING / f"{Path(path).stem}.jsonl"
     missing.parent.mkdir(parents=True, exist_ok=True)
     missing.unlink(missing_ok=True)

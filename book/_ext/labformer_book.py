@@ -1,6 +1,6 @@
 """Sphinx extension of the labformer book: offline attention explorers, bibliography labels.
 
-Pages whose HTML holds an attention explorer (``labformer.plot.attention_explorer``) get two
+Pages whose HTML holds an attention explorer (``labformer.book.plot.attention_explorer``) get two
 deferred scripts, ``_static/vendor/plotly-cartesian.min.js`` then
 ``_static/labformer-explorer.js``: plotly.js's cartesian bundle, shipped in book/_static, so no
 page loads it from a CDN and no output inlines it.
@@ -31,7 +31,7 @@ from pybtex.style.formatting.plain import Style as PlainStyle
 from pybtex.style.labels import BaseLabelStyle
 from sphinx.application import Sphinx
 
-#: The class that labformer.plot.EXPLORER_CLASS writes (not imported: that would load torch).
+#: The class that labformer.book.plot.EXPLORER_CLASS writes (not imported: that would load torch).
 EXPLORER_MARKER = 'class="lf-explorer"'
 #: plotly.js's cartesian bundle (heatmaps and the like, 1.4 MiB against 4.8 MiB for the full
 #: bundle), from the npm package plotly.js-cartesian-dist-min at the version of plotly.js that
@@ -151,7 +151,7 @@ TOGGLE_WORDS = {
         "Toggle hidden content": "显示或隐藏",
         "Show the imports": "显示导入的模块", "Hide the imports": "隐藏导入的模块",
         # The prompts of collapsed cells (their code_prompt_show and code_prompt_hide), each
-        # chapter's in turn; tests/test_book_cells.py holds this list to the notebooks.
+        # chapter's in turn; tests/notebooks/test_book_cells.py holds this list to the notebooks.
         "Show how 16 random layers are measured at each width":
             "显示如何在每个宽度上测量 16 个随机层",
         "Hide how 16 random layers are measured at each width":
@@ -255,7 +255,7 @@ def glue_in_translations() -> None:
     glue_roles.retrieve_glue_data = lending_retrieve
 
 
-#: A diagram's alt text: the <title> of its SVG (labformer.diagrams writes it in the edition's
+#: A diagram's alt text: the <title> of its SVG (labformer.book.diagrams writes it in the edition's
 #: language).
 SVG_TITLE = re.compile(r"<title>(.*?)</title>", re.S)
 
@@ -266,7 +266,7 @@ ALT_ZH = Path(__file__).resolve().parents[1] / "locales" / "zh_CN" / "alt.json"
 
 def chinese_alt(english: str) -> str:
     """A figure's alt text in the Chinese edition: its translation in book/locales/zh_CN/
-    alt.json, or the English when it has none (tests/test_book_editions.py fails on that)."""
+    alt.json, or the English when it has none (tests/book/test_book_editions.py fails on that)."""
     import json
 
     table = json.loads(ALT_ZH.read_text(encoding="utf-8")) if ALT_ZH.is_file() else {}
@@ -278,7 +278,7 @@ def edition_figures() -> None:
 
     ``{glue:figure} KEY`` in the Chinese edition shows ``KEY_zh`` when the notebook glued one
     (a diagram or a plot with Chinese labels), else ``KEY``. A figure given no ``:alt:`` takes
-    the <title> of its SVG, which labformer.diagrams writes in the language of its labels, or
+    the <title> of its SVG, which labformer.book.diagrams writes in the language of its labels, or
     else the text glued as ``KEY_alt`` (``KEY_alt_zh`` in the Chinese edition).
     """
     import myst_nb.ext.glue.directives as glue_directives
@@ -329,7 +329,7 @@ def edition_figures() -> None:
     glue_directives.PasteFigureDirective.run = run_with_alt  # type: ignore[method-assign]
 
 
-#: ``{eval}`` in the chapters names a value the notebook glued (``labformer.notebook.glue``):
+#: ``{eval}`` in the chapters names a value the notebook glued (``labformer.book.notebook.glue``):
 #: ``{eval}`ch3_z``` or, formatted, ``{eval}`f'{ch3_z:.1f}'```. JupyterLab (jupyterlab-myst)
 #: evaluates it in the learner's kernel; the page reads the same value from the executed
 #: notebook, as ``{glue:text}`` does, so the two show the same text.

@@ -1,7 +1,7 @@
 """Sphinx extension: the live translator's files, on the pages that hold it.
 
 The translator chapter's last code cell exports the model it trained into ``_build/live/``
-(``labformer.export.export_model``) and shows ``labformer.export.live_widget_html``: a
+(``labformer.app.export.export_model``) and shows ``labformer.app.export.live_widget_html``: a
 ``<div class="lf-live" data-lf-model="FILE" data-lf-model-sha256="...">`` with precomputed
 examples. Here:
 
@@ -28,7 +28,8 @@ from sphinx.errors import ExtensionError
 MARKER = 'class="lf-live"'
 LIVE_JS = "labformer-live.js"
 LIVE_CSS = "labformer-live.css"
-#: The widget's text for readers without JavaScript, as labformer.export writes it, per language.
+#: The widget's text for readers without JavaScript, as labformer.app.export writes it, per
+#: language.
 FALLBACK = '<p class="lf-live-fallback">The live translator needs JavaScript.</p>'
 FALLBACK_ZH = '<p class="lf-live-fallback">实时翻译器需要启用 JavaScript。</p>'
 MODEL = re.compile(r'data-lf-model="([^"/\\]+\.js)" data-lf-model-sha256="([0-9a-f]{64})"')

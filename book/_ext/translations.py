@@ -11,7 +11,7 @@ code span and link target of the English text (the text around them is free). A 
 terminology of record when, for every glossary term its English text marks with {term} (or uses,
 for a term of several words), its Chinese text uses the glossary's Chinese term
 (book/glossary.md, the 【...】 of each entry). Known mistranslations
-of the field's words never appear. tests/test_translations.py runs the same checks.
+of the field's words never appear. tests/book/test_translations.py runs the same checks.
 """
 
 from __future__ import annotations

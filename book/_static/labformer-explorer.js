@@ -1,4 +1,4 @@
-/* labformer: draws the attention explorers that labformer.plot.attention_explorer writes into
+/* labformer: draws the attention explorers that labformer.book.plot.attention_explorer writes into
    the pages, with the book's one local copy of plotly.js (loaded before this file, both
    deferred, on pages that hold an explorer). Each explorer is a <div class="lf-explorer"> that
    carries its weights as JSON; this script adds selectors for kind, layer and head, and one

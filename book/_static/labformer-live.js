@@ -3,32 +3,32 @@
    be read beside the chapters (each piece names its chapter), and the widget around it.
 
    The page holds a <div class="lf-live" data-lf-model="FILE"> with precomputed examples (JSON,
-   made by the build with labformer.export.live_examples). They are shown at once. The model
-   itself (FILE, written by labformer.export, a few MB) is loaded only when the reader presses
+   made by the build with labformer.app.export.live_examples). They are shown at once. The model
+   itself (FILE, written by labformer.app.export, a few MB) is loaded only when the reader presses
    the button: a <script> tag next to this file, so it loads from any static server and from
    files opened directly (file://); nothing is fetched from the network.
 
    A sentence typed here is translated as `labformer translate` translates it (chapter 12,
-   labformer/carry.py): a line of several sentences sentence by sentence; numbers, clock times
+   labformer/app/carry.py): a line of several sentences sentence by sentence; numbers, clock times
    and names the model never saw carried over through placeholders; the same warnings. Each
    piece of that names the Python function it mirrors. When the model file is not the one the
    page's examples were computed with (data-lf-weights-sha256), the page says so.
 
-   Numbers are labformer's: the test tests/test_live.py runs this file in Chromium against
+   Numbers are labformer's: the test tests/cli/test_live.py runs this file in Chromium against
    PyTorch on the same checkpoint (logits, attention weights, greedy and beam outputs,
    tokenisation), and against the command line's translations and warnings on the inputs of
    tests/data/live_parity.txt. window.labformerLive exposes the pieces it calls. */
 (function () {
   "use strict";
 
-  var GLOBAL = "LABFORMER_LIVE_MODEL";  // labformer.export.GLOBAL
-  var FORMAT = 2;  // labformer.export.FORMAT
+  var GLOBAL = "LABFORMER_LIVE_MODEL";  // labformer.app.export.GLOBAL
+  var FORMAT = 2;  // labformer.app.export.FORMAT
   var SCRIPT = document.currentScript ? document.currentScript.src : "";
 
   // ------------------------------------------------------------------ Python's strings
   // Python's \w is a letter, a digit (any script) or _, \d a decimal digit of any script, and
   // its white space is str.isspace's: written out here, with str.strip, str.split and the
-  // case tests that labformer.carry uses (str.isupper, islower, isalpha, capitalize, title).
+  // case tests that labformer.app.carry uses (str.isupper, islower, isalpha, capitalize, title).
   var W = "\\p{L}\\p{N}_";
   var SPACE = "\\t\\n\\x0b\\x0c\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a" +
               "\\u2028\\u2029\\u202f\\u205f\\u3000";
@@ -125,7 +125,7 @@
   // labformer/data/moses.py): MosesTokenizer.tokenize(text, escape=False, protected_patterns=
   // [clock times]) and MosesDetokenizer.detokenize, rule by rule. Their data (each language's
   // non-breaking prefixes, the character classes of the rules) comes in the model file
-  // (labformer.export.moses_tables): a Moses codec carries it as codec.moses. The Czech and
+  // (labformer.app.export.moses_tables): a Moses codec carries it as codec.moses. The Czech and
   // Finnish rules of the detokenizer are left out.
   function charClass(flat) {  // [start, end, ...] code points -> the inside of a [...]
     var out = "";
@@ -295,7 +295,7 @@
   }
 
   // ------------------------------------------------------------------ weights
-  // labformer.export: every tensor of the state dict, one after the other, little-endian
+  // labformer.app.export: every tensor of the state dict, one after the other, little-endian
   // float32 or float16, in base64.
   function half(bits) {
     var sign = bits & 0x8000 ? -1 : 1, exp = (bits >> 10) & 0x1f, frac = bits & 0x3ff;
@@ -419,7 +419,7 @@
   function Model(payload) {
     if (!payload || payload.format !== FORMAT) {
       throw new Error("model file of format " + (payload && payload.format) + "; this page " +
-                      "reads format " + FORMAT + ": export it again with labformer.export");
+                      "reads format " + FORMAT + ": export it again with labformer.app.export");
     }
     var t = readTensors(payload);
     this.cfg = payload.config;
@@ -743,7 +743,7 @@
   };
 
   // ------------------------------------------------------------------ carrying over (chapter 12)
-  // labformer/carry.py, function by function: what `labformer translate` does around the
+  // labformer/app/carry.py, function by function: what `labformer translate` does around the
   // model. A line is split into sentences (split_sentences); each is read with the numbers,
   // clock times and unknown words replaced by ones the model knows (Carry.prepare), translated,
   // and the source's put back (Carry.restore), another placeholder tried when the model drops
@@ -1330,7 +1330,7 @@
     return box;
   }
 
-  // What labformer translate writes to standard error for a line (labformer/cli/
+  // What labformer translate writes to standard error for a line (labformer/app/cli/
   // translate.py, _translate_lines), with the score and the reasons of --scores.
   function warnings(out, words, r, lang) {
     var list = el("ul", "lf-live-warnings");

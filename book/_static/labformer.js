@@ -8,7 +8,7 @@
 
   // The plots are 2x PNGs: shown at half their pixels on a phone (it scrolls), and as wide as
   // the window allows, up to all their pixels, on a wide screen. A diagram (an SVG drawn at
-  // its reading size, labformer.diagrams) opens at its full size.
+  // its reading size, labformer.book.diagrams) opens at its full size.
   function zoomWidth(img) {
     if (img.closest(".lf-diagram")) return img.naturalWidth;
     return Math.max(img.naturalWidth / 2, Math.min(img.naturalWidth, window.innerWidth - 48));
@@ -87,9 +87,9 @@
     }
   }, true);
   // On a phone a wide figure pans instead of shrinking (labformer.css, max-width: 600px): a
-  // plot's text is drawn at 11 px or more at its size (labformer.notebook.MIN_TEXT_PX) and is
+  // plot's text is drawn at 11 px or more at its size (labformer.book.notebook.MIN_TEXT_PX) and is
   // shown at PHONE_SCALE of it, 9 px or more; a diagram's at 13 px or more
-  // (labformer.diagrams.MIN_FONT), shown at DIAGRAM_SCALE of it, 9 px or more.
+  // (labformer.book.diagrams.MIN_FONT), shown at DIAGRAM_SCALE of it, 9 px or more.
   var PHONE_SCALE = 9 / 11;
   var DIAGRAM_SCALE = 9 / 13;
   var HINT = document.documentElement.lang === "zh-CN" ? "\u2194 左右滑动看全图，轻点放大"

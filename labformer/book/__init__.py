@@ -1,0 +1,12 @@
+"""The book's machinery: what the chapters use to show and check the model, not the model.
+
+- :mod:`~labformer.book.notebook`: a chapter's setup, its evidence lines, glued values, stored
+  sweeps and the statistics that decide verdicts;
+- :mod:`~labformer.book.diagrams`: the figures drawn from the running model (SVG);
+- :mod:`~labformer.book.plot`: the book's plots and their Chinese twins;
+- :mod:`~labformer.book.exercises`: the graded exercises and their messages;
+- :mod:`~labformer.book.testing`: hand-written test doubles with the decoding interface;
+- :mod:`~labformer.book.alignment`: reading a trained translator's attention.
+
+Nothing in the library (``labformer.*`` outside this package and ``labformer.app``) imports it.
+"""

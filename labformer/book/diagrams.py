@@ -1,0 +1,1869 @@
+"""The book's diagrams: vectors as rows of coloured cells, boxes, arrows with shapes, as SVG.
+
+One visual language for every chapter. A vector is a row of cells filled with its role's colour
+(:data:`ROLE_COLOURS`: embedding, position, query, key, value, output, ...), taken from the
+palette of the book's plots (seaborn's "deep", which :func:`labformer.book.plot.apply_style` sets),
+so a query is the same green in a diagram and in a plot. Shapes are written on arrows.
+
+A chapter draws a diagram from numbers that ``labformer`` computed on a small example, in a few
+lines, and renders it once per edition: every label is a :class:`Label`, an English text and its
+Chinese twin, and :meth:`Diagram.render` picks one. What a diagram shows can be read back from
+its SVG (:func:`read_values`, :func:`read_texts`), so a chapter's checks compare the picture
+with what the module computes: values in cells, shapes on arrows, the order of the steps.
+
+Text is at least :data:`MIN_FONT` px at the SVG's own size, and a diagram is at most
+:data:`MAX_WIDTH` px wide, so it shows at its own size (never enlarged) in the book's column at
+1280 px. The background is transparent; the book shows figures on a white panel in dark mode.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "ABLATION_PARTS",
+    "CELL_OPACITY",
+    "DEEP",
+    "MAX_WIDTH",
+    "MIN_CONTRAST",
+    "MIN_FONT",
+    "ROLE_COLOURS",
+    "Diagram",
+    "Label",
+    "Picture",
+    "ablation_map",
+    "attention_walk",
+    "beam_step",
+    "block_map",
+    "bottleneck",
+    "cell_text_contrasts",
+    "carry_numbers",
+    "clock_hands",
+    "contrast",
+    "decoding_modes",
+    "decoder_only",
+    "has_chinese",
+    "intro_map",
+    "matrix_product",
+    "model_map",
+    "multi_head",
+    "output_to_word",
+    "over_white",
+    "positional_rows",
+    "qkv_projection",
+    "masks_in_model",
+    "read_angles",
+    "read_masks",
+    "read_shapes",
+    "read_texts",
+    "read_values",
+    "residual_blocks",
+    "residual_order",
+    "scaling_softmax",
+    "encoder_decoder_stack",
+    "ffn_per_position",
+    "translation_pipeline",
+    "vector_width",
+    "shape_text",
+    "step_structure",
+]
+
+#: seaborn's "deep" palette, the colour cycle of the book's plots (C0 to C9).
+DEEP = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3",
+        "#937860", "#da8bc3", "#8c8c8c", "#ccb974", "#64b5cd")
+#: One colour per role, the same in every diagram and plot.
+ROLE_COLOURS: dict[str, str] = {
+    "embedding": DEEP[0], "position": DEEP[1], "query": DEEP[2], "key": DEEP[3],
+    "value": DEEP[4], "output": DEEP[5], "weight": DEEP[6], "neutral": DEEP[7],
+    "hidden": DEEP[8], "logit": DEEP[9],
+    "norm": "#4f6d7a",  # a slate of its own: layer norms appear in no plot
+}
+#: Smallest text in a diagram, in px at the SVG's own size (the book shows it at that size).
+MIN_FONT = 13
+#: Widest diagram, in px: narrower than the book's content column at a 1280 px window.
+MAX_WIDTH = 640
+INK = "#222222"
+#: Opacity of a vector's cells over the white panel: light enough that INK written in them keeps
+#: a contrast of at least :data:`MIN_CONTRAST` in every role's colour (WCAG's ratio for text).
+CELL_OPACITY = 0.7
+MIN_CONTRAST = 4.5
+#: Fonts of the diagrams' text: the book's system fonts, with a CJK font for the Chinese edition.
+FONTS = "DejaVu Sans, WenQuanYi Micro Hei, Noto Sans CJK SC, Microsoft YaHei, sans-serif"
+MUTED = "#555555"
+Lang = Literal["en", "zh"]
+
+
+@dataclass(frozen=True)
+class Label:
+    """A text in both editions: English and Chinese (numbers and symbols: the same in both)."""
+
+    en: str
+    zh: str | None = None
+
+    def text(self, lang: Lang) -> str:
+        return self.en if lang == "en" or self.zh is None else self.zh
+
+
+def _label(text: str | Label) -> Label:
+    return text if isinstance(text, Label) else Label(text)
+
+
+@dataclass(frozen=True)
+class Picture:
+    """One rendered diagram: its SVG text, shown inline by Jupyter and glued by myst-nb."""
+
+    svg: str
+    alt: str
+
+    def _repr_svg_(self) -> str:
+        return self.svg
+
+
+def _luminance(colour: str) -> float:
+    """WCAG's relative luminance of a "#rrggbb" colour."""
+    def linear(c: float) -> float:
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+    r, g, b = (int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5))
+    return 0.2126 * linear(r) + 0.7152 * linear(g) + 0.0722 * linear(b)
+
+
+def contrast(foreground: str, background: str) -> float:
+    """WCAG's contrast ratio of two "#rrggbb" colours, from 1 to 21."""
+    high, low = sorted((_luminance(foreground), _luminance(background)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def over_white(colour: str, opacity: float) -> str:
+    """The colour that ``colour`` at ``opacity`` shows on the white panel, as "#rrggbb"."""
+    channels = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    return "#" + "".join(f"{round(opacity * c + (1 - opacity) * 255):02x}" for c in channels)
+
+
+def _width(text: str, size: float) -> float:
+    """Approximate width of a text in px (wide characters count double)."""
+    return sum(size * (1.0 if ord(c) > 0x2E80 else 0.6) for c in text)
+
+
+@dataclass
+class Diagram:
+    """A drawing in px, built from cells, boxes, arrows and texts, rendered as SVG."""
+
+    width: float
+    height: float
+    alt: Label
+    items: list[tuple[str, dict[str, object]]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not 0 < self.width <= MAX_WIDTH:
+            raise ValueError(f"a diagram is 1 to {MAX_WIDTH} px wide, got {self.width}")
+        if self.height <= 0:
+            raise ValueError(f"a diagram needs a positive height, got {self.height}")
+
+    # ------------------------------------------------------------------ primitives
+    def text(self, x: float, y: float, label: str | Label, *, size: float = 14,
+             anchor: str = "middle", kind: str = "label", bold: bool = False,
+             colour: str = INK) -> None:
+        """A text centred (``anchor``) at x, its baseline at y; ``kind`` names it for reading."""
+        if size < MIN_FONT:
+            raise ValueError(f"text of {size} px is below the {MIN_FONT} px minimum")
+        self.items.append(("text", {"x": x, "y": y, "label": _label(label), "size": size,
+                                    "anchor": anchor, "kind": kind, "bold": bold,
+                                    "colour": colour}))
+
+    def box(self, x: float, y: float, w: float, h: float, label: str | Label = "", *,
+            role: str = "neutral", size: float = 14, kind: str = "box",
+            dashed: bool = False) -> None:
+        """A rounded box outlined in ``role``'s colour, its label in the middle."""
+        colour = ROLE_COLOURS[role]
+        self.items.append(("rect", {"x": x, "y": y, "w": w, "h": h, "stroke": colour,
+                                    "fill": colour, "opacity": 0.14, "dashed": dashed}))
+        if _label(label).en:
+            self.text(x + w / 2, y + h / 2 + size * 0.35, label, size=size, kind=kind)
+
+    def bar(self, x: float, y: float, w: float, h: float, *, role: str) -> None:
+        """A filled bar in ``role``'s colour, its top-left corner at (x, y)."""
+        colour = ROLE_COLOURS[role]
+        self.items.append(("rect", {"x": x, "y": y, "w": w, "h": h, "stroke": colour,
+                                    "fill": colour, "opacity": 0.85, "dashed": False,
+                                    "rx": 1}))
+
+    def vector(self, x: float, y: float, values: Sequence[float] | int, *, role: str,
+               name: str, cell: float = 34, digits: int = 2, size: float = 13,
+               fixed: bool = False) -> float:
+        """A vector as a row of cells in ``role``'s colour, its values written in them.
+
+        ``values``: the numbers to write, or a length (empty cells). Cells widen to fit their
+        numbers unless ``fixed``. Returns the row's width.
+        """
+        n = values if isinstance(values, int) else len(values)
+        if n < 1:
+            raise ValueError(f"vector {name!r} needs at least one cell")
+        texts = [""] * n if isinstance(values, int) else [f"{float(v):.{digits}f}"
+                                                          for v in values]
+        w = cell * (1.0 if isinstance(values, int) or fixed else max(
+            1.0, max(_width(t, size) for t in texts) / cell + 0.25))
+        self.items.append(("cells", {"x": x, "y": y, "n": n, "w": w, "h": 24,
+                                     "colour": ROLE_COLOURS[role], "texts": texts,
+                                     "name": name, "size": size}))
+        return n * w
+
+    def matrix(self, x: float, y: float, rows: int, cols: int, *, role: str, name: str,
+               cell: float = 14) -> tuple[float, float]:
+        """A matrix as a grid of blank cells (its shape is what matters). Returns (w, h)."""
+        if rows < 1 or cols < 1:
+            raise ValueError(f"matrix {name!r} needs a positive shape, got ({rows}, {cols})")
+        self.items.append(("grid", {"x": x, "y": y, "rows": rows, "cols": cols, "cell": cell,
+                                    "colour": ROLE_COLOURS[role], "name": name}))
+        return cols * cell, rows * cell
+
+    def mask(self, x: float, y: float, allowed: Sequence[Sequence[bool]], *, role: str,
+             name: str, cell: float = 28) -> tuple[float, float]:
+        """A boolean mask as a grid: a filled cell where a query (row) may attend to a key
+        (column), an empty one where it may not. Returns (w, h)."""
+        rows = [[bool(v) for v in row] for row in allowed]
+        if not rows or not rows[0] or any(len(r) != len(rows[0]) for r in rows):
+            raise ValueError(f"mask {name!r} needs a non-empty rectangular grid")
+        self.items.append(("mask", {"x": x, "y": y, "rows": rows, "cell": cell,
+                                    "colour": ROLE_COLOURS[role], "name": name}))
+        return len(rows[0]) * cell, len(rows) * cell
+
+    def arrow(self, x1: float, y1: float, x2: float, y2: float, label: str | Label = "", *,
+              kind: str = "shape", size: float = 13, side: float = -6,
+              dashed: bool = False, colour: str = MUTED) -> None:
+        """An arrow from (x1, y1) to (x2, y2); ``label`` (a shape, a step) beside its middle."""
+        self.items.append(("line", {"x1": x1, "y1": y1, "x2": x2, "y2": y2,
+                                    "dashed": dashed, "colour": colour, "head": True}))
+        if _label(label).en:
+            dx, dy = x2 - x1, y2 - y1
+            mx, my = (x1 + x2) / 2, (y1 + y2) / 2
+            if abs(dy) <= 0.2 * abs(dx):  # about horizontal: the label above it
+                self.text(mx, my + side, label, size=size, kind=kind, colour=MUTED)
+            elif abs(dx) <= 0.2 * abs(dy):  # about vertical: the label to its right
+                self.text(mx + 6, my + size * 0.35, label, size=size, kind=kind,
+                          anchor="start", colour=MUTED)
+            else:  # slanted: the label off its middle, on the side that keeps it clear
+                length = math.hypot(dx, dy)
+                nx, ny = dy / length, -dx / length  # a normal, turned to point up
+                if ny > 0:
+                    nx, ny = -nx, -ny
+                self.text(mx + 8 * nx, my + 8 * ny + (size * 0.35 if ny > -0.5 else 0),
+                          label, size=size, kind=kind, colour=MUTED,
+                          anchor="start" if nx >= 0 else "end")
+
+    def line(self, x1: float, y1: float, x2: float, y2: float, *,
+             colour: str = MUTED, dashed: bool = False) -> None:
+        """A line without an arrowhead (a branch that arrows leave from, or a dashed link)."""
+        self.items.append(("line", {"x1": x1, "y1": y1, "x2": x2, "y2": y2,
+                                    "dashed": dashed, "colour": colour, "head": False}))
+
+    def circle(self, cx: float, cy: float, r: float, *, role: str = "neutral") -> None:
+        self.items.append(("circle", {"cx": cx, "cy": cy, "r": r,
+                                      "colour": ROLE_COLOURS[role]}))
+
+    def hand(self, cx: float, cy: float, r: float, angle: float, *, role: str,
+             name: str) -> None:
+        """A clock hand from the centre at ``angle`` radians (0: 3 o'clock, counter-clockwise)."""
+        self.items.append(("hand", {"cx": cx, "cy": cy, "r": r, "angle": angle,
+                                    "colour": ROLE_COLOURS[role], "name": name}))
+
+    # ------------------------------------------------------------------ output
+    def render(self, lang: Lang = "en") -> Picture:
+        """The diagram as SVG with the labels of ``lang`` ("en" or "zh")."""
+        if lang not in ("en", "zh"):
+            raise ValueError(f"lang must be 'en' or 'zh', got {lang!r}")
+        alt = self.alt.text(lang)
+        out = [
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{self.width:g}" '
+            f'height="{self.height:g}" viewBox="0 0 {self.width:g} {self.height:g}" '
+            f'role="img" aria-label="{html.escape(alt)}" class="lf-diagram-svg" '
+            f'font-family="{FONTS}">',
+            f"<title>{html.escape(alt)}</title>",
+            '<defs><marker id="lf-arrow" viewBox="0 0 10 10" refX="9" refY="5" '
+            'markerWidth="7" markerHeight="7" orient="auto-start-reverse">'
+            f'<path d="M0,0 L10,5 L0,10 z" fill="{MUTED}"/></marker></defs>',
+        ]
+        for kind, a in self.items:
+            out.append(_svg_item(kind, a, lang))
+        out.append("</svg>")
+        return Picture("\n".join(out), alt)
+
+
+def _f(x: object) -> str:
+    return f"{float(x):.1f}".rstrip("0").rstrip(".")  # type: ignore[arg-type]
+
+
+def _svg_item(kind: str, a: dict[str, object], lang: Lang) -> str:
+    if kind == "text":
+        label = a["label"]
+        assert isinstance(label, Label)
+        weight = ' font-weight="bold"' if a["bold"] else ""
+        return (f'<text x="{_f(a["x"])}" y="{_f(a["y"])}" font-size="{a["size"]}" '
+                f'text-anchor="{a["anchor"]}" fill="{a["colour"]}" '
+                f'class="lf-{a["kind"]}"{weight}>{html.escape(label.text(lang))}</text>')
+    if kind == "rect":
+        dash = ' stroke-dasharray="5 3"' if a["dashed"] else ""
+        return (f'<rect x="{_f(a["x"])}" y="{_f(a["y"])}" width="{_f(a["w"])}" '
+                f'height="{_f(a["h"])}" rx="{a.get("rx", 6)}" fill="{a["fill"]}" '
+                f'fill-opacity="{a["opacity"]}" stroke="{a["stroke"]}" '
+                f'stroke-width="1.6"{dash}/>')
+    if kind == "cells":
+        x, y, w, h = (float(a[k]) for k in ("x", "y", "w", "h"))  # type: ignore[arg-type]
+        texts = a["texts"]
+        assert isinstance(texts, list)
+        parts = [f'<g class="lf-vector" data-name="{html.escape(str(a["name"]))}">']
+        for i, t in enumerate(texts):
+            parts.append(f'<rect x="{_f(x + i * w)}" y="{_f(y)}" width="{_f(w)}" '
+                         f'height="{_f(h)}" fill="{a["colour"]}" '
+                         f'fill-opacity="{CELL_OPACITY}" stroke="#ffffff" stroke-width="1.5"/>')
+            if t:
+                parts.append(f'<text x="{_f(x + (i + 0.5) * w)}" y="{_f(y + h / 2 + 4.5)}" '
+                             f'font-size="{a["size"]}" text-anchor="middle" fill="{INK}" '
+                             f'class="lf-value">{t}</text>')
+        parts.append("</g>")
+        return "".join(parts)
+    if kind == "grid":
+        x, y, c = float(a["x"]), float(a["y"]), float(a["cell"])  # type: ignore[arg-type]
+        rows, cols = int(a["rows"]), int(a["cols"])  # type: ignore[call-overload]
+        parts = [f'<g class="lf-matrix" data-name="{html.escape(str(a["name"]))}" '
+                 f'data-shape="{rows},{cols}">']
+        for r in range(rows):
+            for col in range(cols):
+                parts.append(f'<rect x="{_f(x + col * c)}" y="{_f(y + r * c)}" '
+                             f'width="{_f(c)}" height="{_f(c)}" fill="{a["colour"]}" '
+                             'fill-opacity="0.8" stroke="#ffffff" stroke-width="1"/>')
+        parts.append("</g>")
+        return "".join(parts)
+    if kind == "mask":
+        x, y, c = float(a["x"]), float(a["y"]), float(a["cell"])  # type: ignore[arg-type]
+        grid = a["rows"]
+        assert isinstance(grid, list)
+        bits = ";".join("".join("1" if v else "0" for v in row) for row in grid)
+        parts = [f'<g class="lf-mask" data-name="{html.escape(str(a["name"]))}" '
+                 f'data-mask="{bits}">']
+        for r, row in enumerate(grid):
+            for col, v in enumerate(row):
+                fill = (f'fill="{a["colour"]}" fill-opacity="0.85"' if v
+                        else 'fill="#ffffff" fill-opacity="0"')
+                parts.append(f'<rect x="{_f(x + col * c)}" y="{_f(y + r * c)}" '
+                             f'width="{_f(c)}" height="{_f(c)}" {fill} stroke="{MUTED}" '
+                             'stroke-width="0.8"/>')
+        parts.append("</g>")
+        return "".join(parts)
+    if kind == "line":
+        dash = ' stroke-dasharray="5 3"' if a["dashed"] else ""
+        return (f'<line x1="{_f(a["x1"])}" y1="{_f(a["y1"])}" x2="{_f(a["x2"])}" '
+                f'y2="{_f(a["y2"])}" stroke="{a["colour"]}" stroke-width="1.6"{dash}'
+                + (' marker-end="url(#lf-arrow)"' if a.get("head", True) else "") + "/>")
+    if kind == "circle":
+        return (f'<circle cx="{_f(a["cx"])}" cy="{_f(a["cy"])}" r="{_f(a["r"])}" '
+                f'fill="{a["colour"]}" fill-opacity="0.1" stroke="{a["colour"]}" '
+                'stroke-width="1.4"/>')
+    if kind == "hand":
+        cx, cy, radius, t = (float(a[k])  # type: ignore[arg-type]
+                             for k in ("cx", "cy", "r", "angle"))
+        x2, y2 = cx + radius * math.cos(t), cy - radius * math.sin(t)
+        return (f'<line class="lf-hand" data-name="{html.escape(str(a["name"]))}" '
+                f'data-angle="{t:.6f}" x1="{_f(cx)}" y1="{_f(cy)}" x2="{x2:.2f}" '
+                f'y2="{y2:.2f}" stroke="{a["colour"]}" stroke-width="3" '
+                'stroke-linecap="round"/>')
+    raise ValueError(f"unknown item {kind!r}")  # pragma: no cover
+
+
+# ---------------------------------------------------------------------- reading a picture back
+def _root(picture: Picture | str) -> ET.Element:
+    text = picture.svg if isinstance(picture, Picture) else picture
+    return ET.fromstring(text)
+
+
+_NS = "{http://www.w3.org/2000/svg}"
+
+
+def read_values(picture: Picture | str, name: str) -> list[float]:
+    """The numbers written in the cells of the vector ``name``, as drawn."""
+    for g in _root(picture).iter(f"{_NS}g"):
+        if g.get("data-name") == name and g.get("class") == "lf-vector":
+            return [float(t.text or "nan") for t in g.iter(f"{_NS}text")]
+    raise KeyError(f"no vector named {name!r} in the diagram")
+
+
+def cell_text_contrasts(picture: Picture | str) -> list[tuple[str, float]]:
+    """Every text written in a vector's cell, with its contrast against the cell's colour on
+    the white panel (the cell that holds the text's anchor point)."""
+    root = _root(picture)
+    cells = []
+    for group in root.iter(f"{_NS}g"):
+        if group.get("class") != "lf-vector":
+            continue
+        for rect in group.iter(f"{_NS}rect"):
+            x, y, w, h = (float(rect.get(k, "0")) for k in ("x", "y", "width", "height"))
+            cells.append((x, y, w, h, over_white(rect.get("fill", "#ffffff"),
+                                                 float(rect.get("fill-opacity", "1")))))
+    out = []
+    for text in root.iter(f"{_NS}text"):
+        tx, ty = float(text.get("x", "0")), float(text.get("y", "0")) - 4
+        inside = [c for c in cells if c[0] <= tx <= c[0] + c[2] and c[1] <= ty <= c[1] + c[3]]
+        if inside and text.text:
+            out.append((text.text, contrast(text.get("fill", INK), inside[-1][4])))
+    return out
+
+
+def read_texts(picture: Picture | str, kind: str) -> list[str]:
+    """The texts of class ``lf-KIND`` (``shape``, ``step``, ``label``, ...) in drawing order."""
+    return [t.text or "" for t in _root(picture).iter(f"{_NS}text")
+            if t.get("class") == f"lf-{kind}"]
+
+
+def read_shapes(picture: Picture | str) -> dict[str, tuple[int, ...]]:
+    """Every matrix and vector drawn, by name: its shape as drawn (rows, cols) or (cells,)."""
+    shapes: dict[str, tuple[int, ...]] = {}
+    for g in _root(picture).iter(f"{_NS}g"):
+        name = g.get("data-name")
+        if name is None:
+            continue
+        if g.get("class") == "lf-matrix":
+            shapes[name] = tuple(int(s) for s in (g.get("data-shape") or "").split(","))
+        elif g.get("class") == "lf-vector":
+            shapes[name] = (sum(1 for _ in g.iter(f"{_NS}rect")),)
+    return shapes
+
+
+def read_masks(picture: Picture | str) -> dict[str, list[list[bool]]]:
+    """Every mask drawn, by name: True where a cell is filled (the query may attend)."""
+    return {g.get("data-name") or "": [[c == "1" for c in row]
+                                       for row in (g.get("data-mask") or "").split(";")]
+            for g in _root(picture).iter(f"{_NS}g") if g.get("class") == "lf-mask"}
+
+
+def read_angles(picture: Picture | str) -> dict[str, float]:
+    """Every clock hand drawn, by name: its angle in radians."""
+    return {h.get("data-name") or "": float(h.get("data-angle") or "nan")
+            for h in _root(picture).iter(f"{_NS}line") if h.get("class") == "lf-hand"}
+
+
+def shape_text(shape: Sequence[int]) -> str:
+    """A shape as the diagrams write it on arrows: ``(2, 4)``."""
+    return "(" + ", ".join(str(int(s)) for s in shape) + ")"
+
+
+def has_chinese(picture: Picture | str) -> bool:
+    """Whether any text of the diagram is written in Chinese characters."""
+    text = picture.svg if isinstance(picture, Picture) else picture
+    return re.search(r"[\u4e00-\u9fff]", text) is not None
+
+
+# ---------------------------------------------------------------------- the chapters' diagrams
+def vector_width(values: Sequence[float] | int, cell: float = 34, size: float = 13,
+                 digits: int = 2) -> float:
+    """Width in px of :meth:`Diagram.vector` for these values (to centre a row)."""
+    if isinstance(values, int):
+        return values * cell
+    widest = max(_width(f"{float(v):.{digits}f}", size) for v in values)
+    return len(values) * cell * max(1.0, widest / cell + 0.25)
+
+
+def _floats(rows: Sequence[Sequence[float]]) -> list[list[float]]:
+    return [[float(v) for v in row] for row in rows]
+
+
+def attention_walk(words: Sequence[str], x: Sequence[Sequence[float]],
+                   q: Sequence[Sequence[float]], k: Sequence[Sequence[float]],
+                   v: Sequence[Sequence[float]], i: int = 0) -> Diagram:
+    """Self-attention for word ``i``, step by step, with the numbers of a worked example.
+
+    One column per word: its embedding x, query q, key k and value v (rows of ``x``, ``q``...),
+    then the score q_i . k_j, the score divided by sqrt(d_k), the softmax over the words, the
+    weighted value, and at the bottom their sum z_i. The steps are computed here, in the order
+    drawn, so a chapter can check them against its attention function. Vectors are named
+    ``x0``, ``q0``, ``score0``, ``scaled0``, ``weight0``, ``wv0``, ... and ``z``.
+    """
+    T = len(words)
+    xs, qs, ks, vs = _floats(x), _floats(q), _floats(k), _floats(v)
+    if not 2 <= T <= 3 or not len(xs) == len(qs) == len(ks) == len(vs) == T:
+        raise ValueError(f"the walk draws 2 or 3 words with one x, q, k, v each; got {T} words")
+    if not 0 <= i < T:
+        raise ValueError(f"word {i} is not one of the {T} words")
+    d_k = len(qs[0])
+    root = math.sqrt(d_k)
+    score = [sum(a * b for a, b in zip(qs[i], ks[j], strict=True)) for j in range(T)]
+    scaled = [s / root for s in score]
+    top = max(scaled)
+    e = [math.exp(s - top) for s in scaled]
+    weight = [ej / sum(e) for ej in e]
+    wv = [[weight[j] * c for c in vs[j]] for j in range(T)]
+    z = [sum(wv[j][c] for j in range(T)) for c in range(len(vs[0]))]
+    left, row, top_y = 168.0, 34.0, 26.0
+    colw = (MAX_WIDTH - left) / T
+    steps: list[tuple[Label, str, list[list[float]] | None, str]] = [
+        (Label("embedding x", "嵌入 x"), "x", xs, "embedding"),
+        (Label("query q", "查询 q"), "q", qs, "query"),
+        (Label("key k", "键 k"), "k", ks, "key"),
+        (Label("value v", "值 v"), "v", vs, "value"),
+        (Label(f"score q{i + 1}·k", f"分数 q{i + 1}·k"), "score", [[s] for s in score],
+         "weight"),
+        (Label(f"÷ √d_k = {root:.2f}", f"除以 √d_k = {root:.2f}"), "scaled",
+         [[s] for s in scaled], "weight"),
+        (Label("softmax", "softmax"), "weight", [[w] for w in weight], "weight"),
+        (Label("softmax × value", "softmax × 值"), "wv", wv, "value"),
+    ]
+    height = top_y + row * (len(steps) + 2) + 8
+    d = Diagram(MAX_WIDTH, height, Label(
+        f"Self-attention of the word '{words[i]}' step by step: each word's embedding, query, "
+        f"key and value as cells, the scores, their division by the square root of {d_k}, "
+        "the softmax weights, the weighted values and their sum z.",
+        f"逐步计算单词“{words[i]}”的自注意力：每个词的嵌入、查询、键和值画成一排格子，"
+        f"然后是分数、除以 {d_k} 的平方根、softmax 权重、加权后的值以及它们的和 z。"))
+    d.text(4, top_y - 6, Label("word", "单词"), anchor="start", kind="step", bold=True)
+    for j, w in enumerate(words):
+        d.text(left + (j + 0.5) * colw, top_y - 6, w, bold=True, kind="word")
+    for r, (label, name, values, role) in enumerate(steps):
+        y = top_y + 6 + r * row
+        d.text(4, y + 17, label, anchor="start", kind="step")
+        assert values is not None
+        for j in range(T):
+            width = vector_width(values[j])
+            d.vector(left + (j + 0.5) * colw - width / 2, y, values[j], role=role,
+                     name=f"{name}{j}")
+    y = top_y + 6 + len(steps) * row + 10
+    d.text(4, y + 17, Label(f"sum z{i + 1}", f"求和 z{i + 1}"), anchor="start", kind="step")
+    width = vector_width(z)
+    d.vector(left + (MAX_WIDTH - left) / 2 - width / 2, y, z, role="output", name="z")
+    for j in range(T):
+        d.arrow(left + (j + 0.5) * colw, y - 8, left + (MAX_WIDTH - left) / 2, y - 1,
+                colour=ROLE_COLOURS["value"])
+    return d
+
+
+def qkv_projection(words: Sequence[str], d_model: int, d_k: int, d_v: int) -> Diagram:
+    """Each word's embedding (d_model cells) turned into a smaller query, key and value, and
+    the first word's output z as the weighted sum of the values. Vectors are named ``x0``,
+    ``q0``, ``k0``, ``v0``, ... and ``z``; the shapes are written on the arrows."""
+    T = len(words)
+    if T != 2:
+        raise ValueError(f"the picture draws two words, got {T}")
+    cell, gap = 20.0, 180.0
+    d = Diagram(MAX_WIDTH, 322, Label(
+        f"Two words, each an embedding of {d_model} cells; multiplied by W^Q, W^K and W^V it "
+        f"gives a query and a key of {d_k} cells and a value of {d_v}. The first word's output "
+        "z is the sum of the two values, weighted by the softmax of its query against each key.",
+        f"两个词，各自的嵌入有 {d_model} 个格子；分别乘以 W^Q、W^K、W^V，得到 {d_k} 个格子的"
+        f"查询和键，以及 {d_v} 个格子的值。第一个词的输出 z 是两个值的加权和，权重是它的查询"
+        "与每个键的分数经 softmax 后的结果。"))
+    xw = d_model * cell
+    for j, word in enumerate(words):
+        cy = 52.0 + j * 112
+        d.text(4, cy + 5, word, anchor="start", bold=True, kind="word")
+        x0 = 96.0
+        d.vector(x0, cy - 12, d_model, role="embedding", name=f"x{j}", cell=cell)
+        d.text(x0 + xw / 2, cy + 30, f"x{j + 1} {shape_text((d_model,))}", kind="shape",
+               size=13, colour=MUTED)
+        x1, xb = x0 + xw + gap, x0 + xw + 36  # the projections branch off at xb
+        d.line(x0 + xw + 4, cy, xb, cy)
+        d.line(xb, cy - 40 + 12, xb, cy - 40 + 2 * 34 + 12)
+        for r, (sym, role, n, zh) in enumerate((("Q", "query", d_k, "查询"),
+                                                 ("K", "key", d_k, "键"),
+                                                 ("V", "value", d_v, "值"))):
+            y = cy - 40 + r * 34
+            d.arrow(xb, y + 12, x1 - 6, y + 12, f"× W^{sym} {shape_text((d_model, n))}",
+                    side=-5)
+            d.vector(x1, y, n, role=role, name=f"{sym.lower()}{j}", cell=cell)
+            d.text(x1 + n * cell + 8, y + 17, Label(f"{sym.lower()}{j + 1}",
+                                                    f"{zh} {sym.lower()}{j + 1}"),
+                   anchor="start", kind="label")
+    y = 290.0
+    d.text(4, y + 17, Label("output of word 1", "词 1 的输出"), anchor="start", kind="step")
+    x = 170.0
+    for j in range(T):
+        d.text(x, y + 17, f"{'+ ' if j else ''}w1{j + 1} ×", anchor="start", kind="label")
+        x += 66 if j else 48
+        d.vector(x, y, d_v, role="value", name=f"wv{j}", cell=cell)
+        x += d_v * cell + 12
+    d.text(x, y + 17, "=", anchor="start")
+    d.vector(x + 18, y, d_v, role="output", name="z", cell=cell)
+    d.text(x + 18 + d_v * cell + 8, y + 17, f"z1 {shape_text((d_v,))}", anchor="start",
+           kind="shape", colour=MUTED)
+    d.text(170, y - 10, Label("w1j = softmax_j(q1·kj / √d_k)", "w1j = softmax_j(q1·kj / √d_k)"),
+           anchor="start", kind="label", colour=MUTED)
+    return d
+
+
+Term = tuple[str | Label, tuple[int, int], str]
+
+
+def matrix_product(lines: Sequence[Sequence[Term | str]], titles: Sequence[Label],
+                   alt: Label, cell: float = 18) -> Diagram:
+    """Matrices as grids of cells with operators between them, one equation a line, each
+    line under its title (what it computes, in words).
+
+    A term is (name, (rows, cols), role); a string is an operator ("×", "=", "→ softmax →").
+    Each grid carries its name and shape below it; names are read back by :func:`read_shapes`.
+    """
+    if len(titles) != len(lines):
+        raise ValueError(f"{len(lines)} equations need {len(lines)} titles, got {len(titles)}")
+    heights = [max((t[1][0] for t in line if not isinstance(t, str)), default=1) * cell
+               for line in lines]
+    height = sum(h + 76 for h in heights) + 8
+    d = Diagram(MAX_WIDTH, height, alt)
+    y = 10.0
+    for line, h, title in zip(lines, heights, titles, strict=True):
+        d.text(6, y + 14, title, anchor="start", kind="title", bold=True)
+        y += 24
+        x = 6.0
+        for term in line:
+            if isinstance(term, str):
+                d.text(x + 4, y + h / 2 + 5, term, anchor="start", kind="op")
+                x += _width(term, 14) + 12
+                continue
+            name, (rows, cols), role = term
+            label = _label(name)
+            w, gh = d.matrix(x, y + (h - rows * cell) / 2, rows, cols, role=role,
+                             name=label.en, cell=cell)
+            d.text(x + w / 2, y + h + 18, label, kind="label")
+            d.text(x + w / 2, y + h + 36, shape_text((rows, cols)), kind="shape",
+                   colour=MUTED)
+            x += max(w, _width(shape_text((rows, cols)), 13)) + 10
+        if x > MAX_WIDTH:
+            raise ValueError(f"the equation is {x:.0f} px wide, more than {MAX_WIDTH}")
+        y += h + 52
+    return d
+
+
+def multi_head(T: int, d_model: int, heads: int, d_k: int) -> Diagram:
+    """X split into ``heads`` heads, each attending on its own, the outputs Z_i concatenated
+    and multiplied by W^O, with the shapes. Steps (class ``step``) in the order they run."""
+    if heads * d_k != d_model:
+        raise ValueError(f"{heads} heads of {d_k} do not make d_model {d_model}")
+    if heads > 8:
+        raise ValueError(f"the picture draws at most 8 heads, got {heads}")
+    c = min(12.0, 96.0 / d_model)
+    hh = T * c
+    band = hh + (30 if heads <= 4 else 22)
+    mid = 40 + heads * band / 2 - 15
+    wo_y = mid + hh / 2 + 30  # W^O's top, under the concatenation
+    height = max(40 + heads * band + 20, wo_y + d_model * c / 2 + 34)
+    d = Diagram(MAX_WIDTH, height, Label(
+        f"Multi-head attention: the input X of shape ({T}, {d_model}) is projected and split "
+        f"into {heads} heads of width {d_k}; each head attends on its own and gives Z_i of shape "
+        f"({T}, {d_k}); the Z_i are concatenated into ({T}, {d_model}) and multiplied by W^O.",
+        f"多头注意力：形状为 ({T}, {d_model}) 的输入 X 经投影后拆成 {heads} 个宽度为 {d_k} 的头；"
+        f"每个头各自做注意力，得到形状为 ({T}, {d_k}) 的 Z_i；这些 Z_i 拼接成 ({T}, {d_model})，"
+        "再乘以 W^O。"))
+    steps = [Label("split", "拆分"), Label("attend per head", "各头注意力"),
+             Label("concatenate", "拼接"), Label("× W^O", "乘 W^O")]
+    xs = [6.0, 132.0, 262.0, 420.0, 540.0]
+    d.matrix(xs[0], mid - hh / 2, T, d_model, role="embedding", name="X", cell=c)
+    d.text(xs[0] + d_model * c / 2, mid + hh / 2 + 18, "X", kind="label")
+    d.text(xs[0] + d_model * c / 2, mid + hh / 2 + 35, shape_text((T, d_model)), kind="shape",
+           colour=MUTED)
+    for n, label in enumerate(steps):
+        d.text((xs[n] + xs[n + 1]) / 2 + 30, 18, label, kind="step", bold=True)
+    for hd in range(heads):
+        y = 40 + hd * band
+        d.arrow(xs[0] + d_model * c + 4, mid, xs[1] - 4, y + hh / 2)
+        d.matrix(xs[1], y, T, d_k, role="query", name=f"Q{hd + 1}", cell=c)
+        d.text(xs[1] + d_k * c + 6, y + hh / 2 + 5,
+               Label(f"head {hd + 1}", f"头 {hd + 1}"), anchor="start", kind="label")
+        d.arrow(xs[1] + d_k * c + 62, y + hh / 2, xs[2] - 4, y + hh / 2)
+        d.matrix(xs[2], y, T, d_k, role="output", name=f"Z{hd + 1}", cell=c)
+        d.text(xs[2] + d_k * c + 4, y + hh / 2 + 5, f"Z{hd + 1} {shape_text((T, d_k))}",
+               anchor="start", kind="shape", colour=MUTED)
+    ccol = xs[3] - 20
+    cy = mid - hh / 2
+    merge = ccol - 16  # the Z_i's lines meet here, then one arrow enters the concatenation
+    for hd in range(heads):
+        d.line(xs[2] + d_k * c + 4 + _width(f"Z{hd + 1} {shape_text((T, d_k))}", 13) + 4,
+               40 + hd * band + hh / 2, merge, cy + hh / 2)
+    d.arrow(merge, cy + hh / 2, ccol - 4, cy + hh / 2)
+    d.matrix(ccol, cy, T, d_model, role="output", name="concat", cell=c)
+    d.text(ccol + d_model * c / 2, cy + hh + 18,
+           Label(f"concat {shape_text((T, d_model))}", f"拼接 {shape_text((T, d_model))}"),
+           kind="shape", colour=MUTED)
+    # W^O under the product's arrow, joining it from below
+    jx = (ccol + d_model * c + xs[4]) / 2
+    d.matrix(jx - d_model * c / 4, wo_y, d_model, d_model, role="neutral", name="W^O",
+             cell=c / 2)
+    d.text(jx, wo_y + d_model * c / 2 + 16, f"W^O {shape_text((d_model, d_model))}",
+           kind="shape", colour=MUTED)
+    d.arrow(jx, wo_y - 3, jx, cy + hh / 2 + 4)
+    d.arrow(ccol + d_model * c + 4, cy + hh / 2, xs[4] - 4, cy + hh / 2)
+    d.matrix(xs[4], cy, T, d_model, role="output", name="out", cell=c)
+    d.text(xs[4], cy + hh + 18, Label(f"output {shape_text((T, d_model))}",
+                                      f"输出 {shape_text((T, d_model))}"), anchor="start",
+           kind="shape", colour=MUTED)
+    return d
+
+
+def ffn_per_position(words: Sequence[str], z: Sequence[Sequence[float]],
+                     r: Sequence[Sequence[float]], d_ff: int) -> Diagram:
+    """Source 001's per-position flow: each position's attention output z_t (vectors ``z1``,
+    ``z2``, ...) goes through the same feed-forward network on its own and gives r_t (``r1``,
+    ...). One row a position; the FFN boxes (class ``step``) are joined by a dashed line, the
+    one set of weights they share."""
+    zs, rs = _floats(z), _floats(r)
+    if not 2 <= len(words) <= 4 or len(zs) != len(words) or len(rs) != len(words):
+        raise ValueError(f"need 2 to 4 words with one z and one r each, got {len(words)} "
+                         f"words, {len(zs)} z, {len(rs)} r")
+    d_model = len(zs[0])
+    rowh, top = 52.0, 58.0
+    d = Diagram(MAX_WIDTH, top + len(words) * rowh + 8, Label(
+        f"The position-wise feed-forward network: each of the {len(words)} positions' attention "
+        f"outputs z (vectors of {d_model} numbers) goes through the same network on its own, "
+        f"widened to {d_ff} and back, and gives r. No row reads another, so the rows can be "
+        "computed in parallel.",
+        f"逐位置前馈网络：{len(words)} 个位置的注意力输出 z（各有 {d_model} 个数）各自经过同一个"
+        f"网络，先扩展到 {d_ff} 维再变回来，得到 r。每一行都不读别的行，所以各行可以并行计算。"))
+    left = 4 + max(_width(w, 14) for w in words) + 10
+    cell = max(vector_width([v]) for row in zs + rs for v in row)  # one width for all
+    z_w = d_model * cell
+    box_x, box_w = left + z_w + 34, 112.0
+    r_x = box_x + box_w + 34
+    if r_x + d_model * cell > MAX_WIDTH:
+        raise ValueError("the vectors are too wide for the picture: use fewer dimensions")
+    d.text(left + z_w / 2, 18, Label("attention output z", "注意力输出 z"), kind="title",
+           bold=True)
+    d.text(box_x + box_w / 2, 18, Label("one FFN", "同一个前馈网络"), kind="title", bold=True)
+    d.text(box_x + box_w / 2, 36, f"{d_model} → {d_ff} → {d_model}", kind="shape",
+           colour=MUTED, size=13)
+    d.text(r_x + z_w / 2, 18, Label("its output r", "输出 r"), kind="title", bold=True)
+    for t, word in enumerate(words):
+        y = top + t * rowh
+        d.text(4, y + 17, word, anchor="start", kind="word")
+        d.vector(left, y, zs[t], role="output", name=f"z{t + 1}", cell=cell, fixed=True)
+        d.arrow(left + z_w + 4, y + 12, box_x - 4, y + 12)
+        d.box(box_x, y - 4, box_w, 32, "FFN", role="hidden", kind="step", size=14)
+        d.arrow(box_x + box_w + 4, y + 12, r_x - 4, y + 12)
+        d.vector(r_x, y, rs[t], role="hidden", name=f"r{t + 1}", cell=cell, fixed=True)
+        if t:  # the dashed link: one set of weights
+            d.line(box_x + box_w / 2, y - 4 - (rowh - 32), box_x + box_w / 2, y - 4,
+                   colour=ROLE_COLOURS["hidden"], dashed=True)
+    return d
+
+
+def clock_hands(table: Sequence[Sequence[float]], positions: int = 4) -> Diagram:
+    """The sinusoidal encoding as clock hands: one clock per pair of columns (sin, cos), one
+    row per position; a hand points at the angle whose sine and cosine are the pair's values,
+    so each pair turns at its own speed as the position grows. Hands are named ``p{pos}i{pair}``.
+    """
+    rows = _floats(table)[:positions]
+    d_model = len(rows[0])
+    pairs = d_model // 2
+    if pairs > 5 or d_model % 2:
+        raise ValueError(f"the picture draws an even d_model of at most 10, got {d_model}")
+    r, left, colw, rowh = 22.0, 96.0, 104.0, 62.0
+    height = 52 + len(rows) * rowh
+    d = Diagram(min(MAX_WIDTH, left + pairs * colw), height, Label(
+        f"The positional encoding as clock hands: {pairs} clocks per position, one for each "
+        "pair of sine and cosine columns; from position to position the first hand turns "
+        "fastest and the last hardly moves.",
+        f"把位置编码画成时钟的指针：每个位置有 {pairs} 个时钟，对应每一对正弦、余弦列；"
+        "从一个位置到下一个位置，第一根指针转得最快，最后一根几乎不动。"))
+    for i in range(pairs):
+        cx = left + (i + 0.5) * colw
+        d.text(cx, 18, Label(f"dims {2 * i}, {2 * i + 1}", f"维 {2 * i}、{2 * i + 1}"),
+               kind="label")
+        speed = Label("fast", "快") if i == 0 else Label("slow", "慢") if i == pairs - 1 else ""
+        if _label(speed).en:
+            d.text(cx, 36, speed, kind="label", colour=MUTED, size=13)
+    for p, row in enumerate(rows):
+        cy = 52 + p * rowh + r + 4
+        d.text(4, cy + 5, Label(f"position {p}", f"位置 {p}"), anchor="start", kind="step")
+        for i in range(pairs):
+            cx = left + (i + 0.5) * colw
+            d.circle(cx, cy, r, role="position")
+            d.hand(cx, cy, r - 3, math.atan2(row[2 * i], row[2 * i + 1]), role="position",
+                   name=f"p{p}i{i}")
+    return d
+
+
+def positional_rows(x: Sequence[Sequence[float]], pe: Sequence[Sequence[float]],
+                    out: Sequence[Sequence[float]]) -> Diagram:
+    """Row by row: each position's embedding plus its row of the encoding gives the input of
+    the first layer. Vectors ``x{p}``, ``pe{p}``, ``in{p}``, values written in the cells."""
+    xs, ps, os_ = _floats(x), _floats(pe), _floats(out)
+    if not len(xs) == len(ps) == len(os_) or len(xs) > 6:
+        raise ValueError("x, pe and out need the same number of rows (at most 6)")
+    rowh = 36.0
+    d = Diagram(MAX_WIDTH, 40 + len(xs) * rowh, Label(
+        f"A {len(xs[0])}-dimensional example row by row: each position's word embedding plus "
+        "that position's row of the encoding table gives the vector the first layer reads.",
+        f"一个 {len(xs[0])} 维的例子，逐行画出：每个位置的词嵌入加上编码表中该位置的那一行，"
+        "就是第一层读到的向量。"))
+    left, gap, n = 58.0, 28.0, len(xs[0])
+    # three vectors side by side within the picture: the cells narrow to fit, down to the
+    # width of their widest number
+    wx = min(max(vector_width(r) for r in xs + ps + os_),
+             (MAX_WIDTH - 4 - left - 2 * gap) / 3)
+    widest = max(_width(f"{v:.2f}", 13) for r in xs + ps + os_ for v in r)
+    if wx / n < widest + 2:
+        raise ValueError(f"{n} numbers a row do not fit three rows side by side")
+    cols = [left, left + wx + gap, left + 2 * wx + 2 * gap]
+    for c, label in zip(cols, (Label("embedding", "词嵌入"), Label("+ position", "+ 位置编码"),
+                               Label("= input", "= 输入")), strict=True):
+        d.text(c + wx / 2, 18, label, kind="step", bold=True)
+    for p in range(len(xs)):
+        y = 32 + p * rowh
+        d.text(4, y + 17, Label(f"pos {p}", f"位置 {p}"), anchor="start", kind="label")
+        for c, values, role, name in ((cols[0], xs[p], "embedding", "x"),
+                                      (cols[1], ps[p], "position", "pe"),
+                                      (cols[2], os_[p], "output", "in")):
+            d.vector(c, y, values, role=role, name=f"{name}{p}", cell=wx / n, fixed=True)
+        d.text(cols[1] - gap / 2, y + 17, "+")
+        d.text(cols[2] - gap / 2, y + 17, "=")
+    return d
+
+
+#: The names of the steps a residual block draws, per edition.
+STEP_LABELS = {"sublayer": Label("self-attention", "自注意力"),
+               "norm": Label("LayerNorm", "层归一化"), "add": Label("add (+)", "相加 (+)")}
+
+
+def residual_blocks(post: Sequence[str], pre: Sequence[str]) -> Diagram:
+    """Post-LN and Pre-LN side by side, bottom to top in the order given (steps ``sublayer``,
+    ``norm``, ``add``), the residual path dashed from the block's input to the add."""
+    for order in (post, pre):
+        if sorted(order) != ["add", "norm", "sublayer"]:
+            raise ValueError(f"a block is sublayer, norm and add in some order, got {order}")
+    bw, bh, gap = 170.0, 34.0, 26.0
+    height = 60 + 4 * (bh + gap)
+    d = Diagram(MAX_WIDTH, height, Label(
+        "Two residual blocks side by side, read from bottom to top. Post-LN: self-attention, "
+        "add the input, then layer normalization. Pre-LN: layer normalization, "
+        "self-attention, then add the input; the residual path (dashed) skips the norm.",
+        "两个并排的残差块，从下往上读。Post-LN：自注意力，加上输入，再做层归一化。"
+        "Pre-LN：先层归一化，再自注意力，最后加上输入；残差路径（虚线）绕过了归一化。"))
+    for col, (title, order) in enumerate(((Label("Post-LN", "Post-LN"), post),
+                                          (Label("Pre-LN", "Pre-LN"), pre))):
+        x = 60 + col * 300.0
+        d.text(x + bw / 2, 20, title, kind="title", bold=True)
+        y_in = height - 16
+        d.text(x + bw / 2, y_in, "x", kind="label")
+        prev = y_in - 16
+        add_y = 0.0
+        for n, step in enumerate(order):
+            y = height - 40 - (n + 1) * (bh + gap) + gap
+            d.arrow(x + bw / 2, prev, x + bw / 2, y + bh + 2)
+            role = {"sublayer": "query", "norm": "norm", "add": "neutral"}[step]
+            d.box(x, y, bw, bh, STEP_LABELS[step], role=role, kind="step")
+            if step == "add":
+                add_y = y + bh / 2
+            prev = y
+        d.arrow(x + bw / 2, prev, x + bw / 2, 30)
+        # The residual path: from the input, up the right side, into the add.
+        rx = x + bw + 30
+        d.items.append(("line", {"x1": x + bw / 2 + 8, "y1": y_in - 10, "x2": rx,
+                                 "y2": y_in - 10, "dashed": True, "colour": MUTED}))
+        d.arrow(rx, y_in - 10, rx, add_y, Label("residual", "残差"), dashed=True)
+        d.arrow(rx, add_y, x + bw + 3, add_y, dashed=True)
+    return d
+
+
+def bottleneck(T: int, hidden: int) -> Diagram:
+    """An RNN encoder-decoder twice: above, the decoder sees only the encoder's last state (one
+    fixed vector of ``hidden`` cells); below, each decoder step attends to all ``T`` states."""
+    cell = min(14.0, 84.0 / hidden)
+    d = Diagram(MAX_WIDTH, 330, Label(
+        f"Two encoder-decoders. Above, the encoder's {T} states are reduced to its last one, "
+        f"a single fixed vector of {hidden} numbers that the decoder must start from. Below, "
+        f"at every step the decoder attends to all {T} states and takes a weighted sum.",
+        f"两个编码器-解码器。上图中，编码器的 {T} 个状态只留下最后一个，即一个有 {hidden} "
+        f"个数的固定向量，解码器只能从它出发。下图中，解码器在每一步都关注全部 {T} 个状态，"
+        "取它们的加权和。"))
+    w = hidden * cell
+    for panel, (title, attend) in enumerate(((Label("fixed vector", "固定向量"), False),
+                                             (Label("with attention", "加入注意力"), True))):
+        y0 = 28 + panel * 160
+        d.text(4, y0, title, anchor="start", kind="title", bold=True)
+        d.text(4, y0 + 40, Label("encoder", "编码器"), anchor="start", kind="label")
+        d.text(4, y0 + 122, Label("decoder", "解码器"), anchor="start", kind="label")
+        xs = [80 + j * (w + 16) for j in range(T)]
+        for j, x in enumerate(xs):
+            d.vector(x, y0 + 24, hidden, role="hidden", name=f"h{panel}_{j}", cell=cell)
+            if j:
+                d.arrow(x - 15, y0 + 36, x - 2, y0 + 36)
+        dx = [xs[-1] + w + 44 + j * (w + 24) for j in range(3)]
+        if not attend:
+            d.arrow(xs[-1] + w + 4, y0 + 36, dx[0] - 20, y0 + 100,
+                    f"c {shape_text((hidden,))}", side=-10)
+        for n, x in enumerate(dx):
+            if x + w > MAX_WIDTH:
+                raise ValueError(f"{T} states of {hidden} cells do not fit the width")
+            d.vector(x, y0 + 106, hidden, role="hidden", name=f"s{panel}_{n}", cell=cell)
+            if n:
+                d.arrow(x - 22, y0 + 118, x - 2, y0 + 118)
+        if attend:
+            for x in xs:
+                d.arrow(x + w / 2, y0 + 50, dx[1] + w / 2, y0 + 104,
+                        colour=ROLE_COLOURS["weight"])
+            for k, line in enumerate((Label("weights α", "权重 α"),
+                                      Label("over all states", "覆盖全部状态"))):
+                d.text(dx[1] + w / 2 + 8, y0 + 74 + 16 * k, line, anchor="start",
+                       kind="label", colour=MUTED)
+    return d
+
+
+def encoder_decoder_stack(encoder: Sequence[str], decoder: Sequence[str], n_enc: int,
+                          n_dec: int) -> Diagram:
+    """A stack of ``n_enc`` encoder layers and ``n_dec`` decoder layers, each layer a box
+    listing its sublayers (``encoder``, ``decoder``: their names, bottom to top); the last
+    encoder's output feeds every decoder layer's cross-attention."""
+    names = {"self_attn": Label("self-attention", "自注意力"),
+             "cross_attn": Label("cross-attention", "交叉注意力"),
+             "ffn": Label("feed-forward", "前馈网络")}
+    for sub in list(encoder) + list(decoder):
+        if sub not in names:
+            raise ValueError(f"unknown sublayer {sub!r}; known: {sorted(names)}")
+    sh, bw = 26.0, 210.0
+    layer_h = [len(encoder) * (sh + 6) + 14, len(decoder) * (sh + 6) + 14]
+    height = 70 + max(n_enc * (layer_h[0] + 24), n_dec * (layer_h[1] + 24))
+    d = Diagram(MAX_WIDTH, height, Label(
+        f"A stack of {n_enc} encoder layers and {n_dec} decoder layers. Each encoder layer has "
+        f"{len(encoder)} sublayers, each decoder layer {len(decoder)}; the output of the last "
+        "encoder layer goes to the cross-attention of every decoder layer.",
+        f"由 {n_enc} 个编码器层和 {n_dec} 个解码器层堆成的模型。每个编码器层有 "
+        f"{len(encoder)} 个子层，每个解码器层有 {len(decoder)} 个；最后一个编码器层的输出"
+        "送进每个解码器层的交叉注意力。"))
+    tops: list[list[float]] = [[], []]
+    cross_y: list[float] = []
+    for col, (subs, n_layers, title) in enumerate(
+            ((encoder, n_enc, Label("encoder", "编码器")),
+             (decoder, n_dec, Label("decoder", "解码器")))):
+        x = 40 + col * 330.0
+        d.text(x + bw / 2, 18, title, kind="title", bold=True)
+        for n in range(n_layers):
+            y = height - 20 - (n + 1) * (layer_h[col] + 24)
+            d.box(x, y, bw, layer_h[col], role="neutral", dashed=True)
+            for s, sub in enumerate(subs):
+                sy = y + layer_h[col] - 10 - (s + 1) * (sh + 6) + 3
+                role = {"self_attn": "query", "cross_attn": "key", "ffn": "hidden"}[sub]
+                d.box(x + 12, sy, bw - 24, sh, names[sub], role=role, kind="step", size=13)
+                if sub == "cross_attn":
+                    cross_y.append(sy + sh / 2)
+            if n:
+                d.arrow(x + bw / 2, y + layer_h[col] + 22, x + bw / 2, y + layer_h[col] + 2)
+            tops[col].append(y)
+        d.arrow(x + bw / 2, tops[col][-1] - 2, x + bw / 2, 28)
+    top_enc = tops[0][-1]
+    for cy in cross_y:
+        d.arrow(40 + bw, top_enc + 6, 370 - 3, cy, colour=ROLE_COLOURS["key"])
+    return d
+
+
+def residual_order(block: Any) -> list[str]:
+    """The order in which a residual block (``labformer.layers.ResidualSublayer``) runs its
+    steps, observed: ``sublayer``, ``norm`` and ``add`` (where the input joins the branch).
+
+    The block runs once on a small random input with a stand-in sublayer; a hook sees what
+    reaches its LayerNorm. The add comes before the norm when the norm reads input + branch,
+    and last when the block's output is input + branch.
+    """
+    import torch
+
+    width = int(block.norm.normalized_shape[0])
+    x = torch.randn(1, 3, width, generator=torch.Generator().manual_seed(0))
+    events: list[tuple[str, Any]] = []
+    branch: list[Any] = []
+
+    def sublayer(y: Any) -> Any:
+        events.append(("sublayer", y.clone()))
+        branch.append(torch.tanh(y) + 1.0)
+        return branch[-1]
+
+    def on_norm(module: Any, inputs: tuple[Any, ...]) -> None:
+        events.append(("norm", inputs[0].clone()))
+
+    handle = block.norm.register_forward_pre_hook(on_norm)
+    training = block.training
+    try:
+        block.eval()
+        with torch.no_grad():
+            out = block(x, sublayer)
+    finally:
+        handle.remove()
+        block.train(training)
+    order: list[str] = []
+    for name, seen in events:
+        if name == "norm" and branch and torch.allclose(seen, x + branch[0]):
+            order.append("add")
+        order.append(name)
+    if branch and torch.allclose(out, x + branch[0]):
+        order.append("add")
+    return order
+
+
+def output_to_word(h: Sequence[float], logits: Sequence[float], words: Sequence[str],
+                   target: Sequence[float], smoothing: float) -> Diagram:
+    """The decoder's output vector ``h`` through the final linear layer (``logits``, one per
+    word), the softmax (computed here) and the choice of the most probable word; below, the
+    smoothed training target. Vectors ``h``, ``logits``, ``probs``, ``target``; the chosen
+    word is the text of class ``word``."""
+    hs, zs, ps = [float(v) for v in h], [float(v) for v in logits], [float(v) for v in target]
+    if not len(zs) == len(words) == len(ps) or not 2 <= len(zs) <= 8:
+        raise ValueError(f"need 2 to 8 words with one logit and one target each, got "
+                         f"{len(words)} words, {len(zs)} logits, {len(ps)} targets")
+    top = max(zs)
+    e = [math.exp(z - top) for z in zs]
+    probs = [v / sum(e) for v in e]
+    best = max(range(len(probs)), key=probs.__getitem__)
+    left, rowh = 178.0, 46.0
+    d = Diagram(MAX_WIDTH, 40 + 5 * rowh, Label(
+        f"The decoder's output vector of {len(hs)} numbers goes through the final linear layer, "
+        f"which gives one score (logit) per word of a {len(words)}-word vocabulary; the softmax "
+        f"turns the scores into probabilities and the most probable word, '{words[best]}', is "
+        "the output. Below, the smoothed target the loss compares the probabilities with.",
+        f"解码器输出的向量有 {len(hs)} 个数，经过最后的线性层，为 {len(words)} 个词的词表中"
+        f"每个词给出一个分数（logit）；softmax 把分数变成概率，概率最大的词“{words[best]}”"
+        "就是输出。下方是损失函数拿来与这些概率比较的平滑目标。"))
+    cell = max(max(_width(w, 13) for w in words) + 6,
+               max(vector_width([v], digits=2) for v in zs + probs + ps))
+    rows: list[tuple[Label, str, list[float], str, int]] = [
+        (Label("decoder output h", "解码器输出 h"), "h", hs, "output", 2),
+        (Label("linear: logits", "线性层：logits"), "logits", zs, "logit", 2),
+        (Label("softmax", "softmax"), "probs", probs, "weight", 2),
+        (Label(f"target, ε = {smoothing:g}", f"目标，ε = {smoothing:g}"), "target", ps,
+         "neutral", 2),
+    ]
+    for n, w in enumerate(words):  # the vocabulary over the first row with one cell a word
+        d.text(left + (n + 0.5) * cell, 34 + rowh - 6, w, kind="vocab", size=13,
+               colour=MUTED)
+    for r, (label, name, values, role, digits) in enumerate(rows):
+        y = 34 + r * rowh + (rowh if r == 3 else 0)
+        d.text(4, y + 17, label, anchor="start", kind="step")
+        if name == "h":
+            d.vector(left, y, values, role=role, name=name, digits=digits, cell=30)
+        else:
+            d.vector(left, y, values, role=role, name=name, digits=digits, cell=cell,
+                     fixed=True)
+        if r in (1, 2):
+            d.arrow(left - 10, y - 20, left - 10, y - 2)
+    y_word = 34 + 3 * rowh
+    d.arrow(left + (best + 0.5) * cell, y_word - 20, left + (best + 0.5) * cell, y_word + 2)
+    d.text(left + (best + 0.5) * cell, y_word + 18, words[best], kind="word", bold=True)
+    d.text(4, y_word + 18, Label("most probable word", "概率最大的词"), anchor="start",
+           kind="step")
+    return d
+
+
+def masks_in_model(src: Sequence[str], tgt: Sequence[str], encoder: Sequence[Sequence[bool]],
+                   decoder: Sequence[Sequence[bool]],
+                   cross: Sequence[Sequence[bool]]) -> Diagram:
+    """The three masks of an encoder-decoder where they act: the encoder's self-attention
+    (source padding), the decoder's self-attention (causal and target padding) and its
+    cross-attention (source padding), each a grid of queries (rows) by keys (columns) over
+    the tokens ``src`` and ``tgt``. Masks ``encoder``, ``decoder``, ``cross``."""
+    S, T = len(src), len(tgt)
+    for name, m, shape in (("encoder", encoder, (S, S)), ("decoder", decoder, (T, T)),
+                           ("cross", cross, (T, S))):
+        got = (len(m), len(m[0]) if len(m) else 0)
+        if got != shape:
+            raise ValueError(f"the {name} mask is {got}, expected {shape} for {S} source and "
+                             f"{T} target tokens")
+    c = 34.0
+    lab = max(_width(w, 13) for w in list(src) + list(tgt)) + 10
+    ex, dx = 8 + lab, 8 + lab + S * c + 60 + lab
+    if dx + max(S, T) * c > MAX_WIDTH:
+        raise ValueError("the sentences are too long for the picture")
+    top = 62.0
+    cross_y = top + T * c + 88
+    height = max(top + S * c, cross_y + T * c) + 16
+    d = Diagram(MAX_WIDTH, height, Label(
+        f"The three masks of the encoder-decoder, where they act. Encoder self-attention: "
+        f"the {S} source tokens may attend to every real source token, not to padding. Decoder "
+        f"self-attention: each of the {T} target positions may attend to itself and earlier "
+        "real positions. Cross-attention: each target position may attend to every real "
+        "source token. Filled cells are allowed, empty ones masked.",
+        f"编码器-解码器的三种掩码，画在它们起作用的地方。编码器自注意力：{S} 个源句词元可以"
+        "关注每个真实的源句词元，但不能关注填充。解码器自注意力：{T} 个目标位置中，每个位置"
+        "只能关注它自己和更早的真实位置。交叉注意力：每个目标位置可以关注每个真实的源句词元。"
+        "实心格子表示允许，空格子表示被遮住。".replace("{T}", str(T))))
+
+    def grid(x: float, y: float, rows: Sequence[str], cols: Sequence[str],
+             m: Sequence[Sequence[bool]], name: str, role: str, title: Label,
+             sub: Label) -> None:
+        d.text(x - lab, y - 40, title, anchor="start", kind="title", bold=True)
+        d.text(x - lab, y - 22, sub, anchor="start", kind="label", colour=MUTED, size=13)
+        for j, w in enumerate(cols):
+            d.text(x + (j + 0.5) * c, y - 5, w, kind="token", size=13, colour=MUTED)
+        for i, w in enumerate(rows):
+            d.text(x - 6, y + (i + 0.5) * c + 5, w, anchor="end", kind="token", size=13,
+                   colour=MUTED)
+        d.mask(x, y, m, role=role, name=name, cell=c)
+
+    grid(ex, top, src, src, encoder, "encoder", "embedding",
+         Label("encoder self-attention", "编码器自注意力"), Label("padding mask", "填充掩码"))
+    grid(dx, top, tgt, tgt, decoder, "decoder", "query",
+         Label("decoder self-attention", "解码器自注意力"),
+         Label("causal and padding mask", "因果掩码与填充掩码"))
+    grid(dx, cross_y, tgt, src, cross, "cross", "key",
+         Label("cross-attention", "交叉注意力"), Label("source padding mask", "源句填充掩码"))
+    d.arrow(ex + S * c / 2, top + S * c + 8, dx - lab - 8, cross_y + T * c / 2,
+            Label("memory", "记忆"), colour=ROLE_COLOURS["key"])
+    return d
+
+
+def decoding_modes(tokens: Sequence[str], forced: Sequence[int],
+                   steps: Sequence[int]) -> Diagram:
+    """Teacher forcing against step-by-step decoding. ``tokens``: the target with BOS first
+    and EOS last. ``forced``: the lengths of the decoder's inputs when trained on the gold
+    prefix (one pass: one length); ``steps``: their lengths when decoding one token at a
+    time (one pass per token). Inputs are vectors ``forced{k}`` and ``step{k}``."""
+    n = len(tokens) - 1
+    if n < 1 or len(forced) != 1 or len(steps) > 4 or not steps:
+        raise ValueError(f"need a target of 2+ tokens, one forced pass and 1 to 4 steps; got "
+                         f"{len(tokens)} tokens, {len(forced)} forced, {len(steps)} steps")
+    if max(list(forced) + list(steps)) > n:
+        raise ValueError(f"a pass reads at most the {n} tokens before EOS")
+    cell = max(max(_width(t, 13) for t in tokens) + 8, 34.0)
+    rowh, x_in = 40.0, 76.0
+    x_dec = x_in + n * cell + 26
+    x_out = x_dec + 96
+    if x_out + n * cell > MAX_WIDTH:
+        raise ValueError("the tokens are too long for the picture")
+    height = 56 + rowh + 44 + len(steps) * rowh + 8
+    d = Diagram(MAX_WIDTH, height, Label(
+        f"Teacher forcing against step-by-step decoding. Above, in training the decoder reads "
+        f"the whole gold prefix of {forced[0]} tokens in one pass and predicts every next "
+        f"token at once. Below, when it translates it runs {len(steps)} passes, each on the "
+        "tokens produced so far, and adds one token per pass.",
+        f"教师强制与逐步解码的对比。上图：训练时解码器一次读入 {forced[0]} 个词元的完整标准"
+        f"前缀，一遍就预测出每个位置的下一个词元。下图：翻译时它要算 {len(steps)} 遍，每遍读入"
+        "已经生成的词元，每遍只添加一个词元。"))
+
+    def row(y: float, k: int, length: int, name: str, label: str | Label,
+            outputs: Sequence[str]) -> None:
+        d.text(4, y + 17, label, anchor="start", kind="step")
+        d.vector(x_in, y, length, role="embedding", name=name, cell=cell)
+        for j in range(length):
+            d.text(x_in + (j + 0.5) * cell, y + 17, tokens[j], kind="token", size=13,
+                   colour=INK)
+        d.arrow(x_in + length * cell + 4, y + 12, x_dec - 4, y + 12)
+        d.box(x_dec, y - 3, 70, 30, Label("decoder", "解码器"), role="neutral", size=13)
+        d.arrow(x_dec + 74, y + 12, x_out - 4, y + 12)
+        d.vector(x_out, y, len(outputs), role="output", name=f"{name}_out", cell=cell)
+        for j, t in enumerate(outputs):
+            d.text(x_out + (j + 0.5) * cell, y + 17, t, kind="token", size=13,
+                   colour=INK)
+
+    d.text(4, 20, Label("teacher forcing: one pass over the gold prefix",
+                        "教师强制：对标准前缀只算一遍"), anchor="start", kind="title", bold=True)
+    row(34, 0, forced[0], "forced0", Label("training", "训练"),
+        tokens[1:forced[0] + 1])
+    y0 = 34 + rowh + 36
+    d.text(4, y0 - 12, Label("step by step: one pass per new token",
+                             "逐步解码：每生成一个词元算一遍"), anchor="start", kind="title",
+           bold=True)
+    for k, length in enumerate(steps):
+        row(y0 + k * rowh, k, length, f"step{k}", Label(f"pass {k + 1}", f"第 {k + 1} 遍"),
+            [tokens[length]])
+    return d
+
+
+#: The parts of the model on the map of the whole book, by module kind: (label, chapters).
+MAP_PARTS: dict[str, tuple[Label, str]] = {
+    "embed": (Label("embedding × √d_model", "嵌入 × √d_model"), "7"),
+    "positions": (Label("+ positional encoding", "+ 位置编码"), "5"),
+    "self_attn": (Label("multi-head self-attention", "多头自注意力"), "2–4"),
+    "masked_attn": (Label("masked self-attention", "带掩码的自注意力"), "8"),
+    "cross_attn": (Label("cross-attention", "交叉注意力"), "8"),
+    "norm": (Label("add & layer norm", "相加与层归一化"), "6"),
+    "ffn": (Label("feed-forward network", "前馈网络"), "7"),
+    "generator": (Label("linear + softmax", "线性层 + softmax"), "9"),
+    "search": (Label("greedy or beam search", "贪心解码或束搜索"), "10"),
+}
+
+
+def model_map(encoder: Sequence[str], decoder: Sequence[str], shapes: dict[str, str],
+              layers: int) -> Diagram:
+    """The whole model with, in each box, the chapter that explains it (:data:`MAP_PARTS`).
+
+    ``encoder``, ``decoder``: the sublayer kinds of one layer, bottom to top (``self_attn``,
+    ``masked_attn``, ``cross_attn``, ``ffn``), each followed on the map by add & norm.
+    ``shapes``: shapes written on the arrows (``src``, ``tgt``, ``memory``, ``logits``).
+    Boxes are texts of class ``step``; their chapters, texts of class ``chapter``.
+    """
+    for kind in list(encoder) + list(decoder):
+        if kind not in MAP_PARTS:
+            raise ValueError(f"unknown part {kind!r}; known: {sorted(MAP_PARTS)}")
+    bh, gap, bw = 26.0, 8.0, 236.0
+    n_rows = 2 + 2 * max(len(encoder), len(decoder)) + 2
+    height = 70 + n_rows * (bh + gap) + 60
+    d = Diagram(MAX_WIDTH, height, Label(
+        "A map of the whole Transformer. The encoder (left) embeds the source, adds positions "
+        f"and runs {layers} layers of self-attention and a feed-forward network, each with "
+        f"add and layer norm. The decoder (right) does the same on the target with masked "
+        "self-attention and cross-attention to the encoder's output, then a linear layer and "
+        "softmax give the next word, chosen by greedy or beam search. Each box names the "
+        "chapter that explains it.",
+        "整个 Transformer 的地图。编码器（左）对源句做嵌入、加上位置编码，再经过 "
+        f"{layers} 层自注意力和前馈网络，每个子层后都有相加与层归一化。解码器（右）对目标句"
+        "做同样的事，用的是带掩码的自注意力和对编码器输出的交叉注意力；最后由线性层和 "
+        "softmax 给出下一个词，再用贪心解码或束搜索挑选。每个方框都标出了讲解它的章节。"))
+
+    def part(x: float, y: float, kind: str, role: str) -> None:
+        label, chapter = MAP_PARTS[kind]
+        d.box(x, y, bw, bh, role=role)
+        d.text(x + 10, y + bh / 2 + 5, label, anchor="start", kind="step", size=13)
+        d.text(x + bw - 8, y + bh / 2 + 5, Label(f"ch. {chapter}", f"第 {chapter} 章"),
+               anchor="end", kind="chapter", size=13, colour=MUTED)
+
+    roles = {"self_attn": "query", "masked_attn": "query", "cross_attn": "key",
+             "ffn": "hidden", "norm": "norm"}
+    tops = []
+    for col, (subs, title, _inp) in enumerate(((encoder, Label("encoder", "编码器"), "src"),
+                                              (decoder, Label("decoder", "解码器"), "tgt"))):
+        x = 40 + col * 324.0
+        y = height - 40
+        d.text(x + bw / 2, y + 26, Label(f"source ids {shapes['src']}",
+                                         f"源句 id {shapes['src']}") if col == 0 else
+               Label(f"target prefix ids {shapes['tgt']}", f"目标前缀 id {shapes['tgt']}"),
+               kind="shape", colour=MUTED)
+        for kind in ("embed", "positions"):
+            y -= bh + gap
+            part(x, y, kind, "embedding" if kind == "embed" else "position")
+        layer_bottom = y - 6
+        for kind in subs:
+            for k in (kind, "norm"):
+                y -= bh + gap
+                part(x, y, k, roles[k])
+        layer_top = y - 6
+        d.box(x - 8, layer_top, bw + 16, layer_bottom - layer_top, role="neutral",
+              dashed=True)
+        d.text(x - 8 + 4, layer_top - 6, Label(f"{title.en} layer × {layers} · ch. 7",
+                                               f"{title.text('zh')}层 × {layers} · 第 7 章"),
+               anchor="start", kind="title", bold=True, size=13)
+        tops.append((x, y))
+    (ex, ey), (dx, dy) = tops
+    cross = [i for i, k in enumerate(decoder) if k == "cross_attn"]
+    if cross:
+        cy = height - 40 - 2 * (bh + gap) - (2 * cross[0] + 1) * (bh + gap) + bh / 2
+        # the memory leaves the top of the encoder's stack, runs up, across the channel
+        # between the columns and down, into the cross-attention's box
+        key = ROLE_COLOURS["key"]
+        mx, ry, channel = ex + bw - 16, ey - 30, (ex + bw + dx) / 2
+        d.line(mx, ey - 6, mx, ry, colour=key)
+        d.line(mx, ry, channel, ry, colour=key)
+        d.line(channel, ry, channel, cy, colour=key)
+        d.arrow(channel, cy, dx - 2, cy, colour=key)
+        d.text(mx - 6, ry - 6, Label(f"memory {shapes['memory']}", f"记忆 {shapes['memory']}"),
+               anchor="end", kind="shape", colour=MUTED, size=13)
+    y = dy - 80
+    d.arrow(dx + bw / 2, dy - 30, dx + bw / 2, y + bh + 3, shapes["logits"])
+    part(dx, y, "generator", "logit")
+    part(dx, y - (bh + gap), "search", "output")
+    return d
+
+
+def intro_map() -> Diagram:
+    """The map of the whole model for the book's first page, from a forward pass of the
+    ``tiny`` Transformer: the sublayers each layer calls, in order, and the shapes between
+    the parts. ``python -m labformer.book.diagrams DIR`` writes it as DIR/intro_map.svg and its
+    Chinese twin DIR/intro_map.zh_CN.svg (the name Sphinx looks for in the Chinese edition)."""
+    import torch
+
+    from labformer.layers import FeedForward
+    from labformer.multihead import MultiHeadAttention
+    from labformer.transformer import Transformer, TransformerConfig
+
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model = Transformer(TransformerConfig.preset("tiny", src_vocab_size=12,
+                                                     tgt_vocab_size=12)).eval()
+    calls: dict[str, list[str]] = {"encoder": [], "decoder": []}
+    hooks = []
+    for side in calls:
+        layer = getattr(model, side).layers[0]
+        for name, module in layer.named_children():
+            if isinstance(module, (MultiHeadAttention, FeedForward)):
+                kind = "masked_attn" if (side, name) == ("decoder", "self_attn") else name
+                hooks.append(module.register_forward_hook(
+                    lambda m, i, o, side=side, kind=kind: calls[side].append(kind)))
+    src, tgt = torch.tensor([[4, 5, 6, 7, 8]]), torch.tensor([[1, 9, 10, 11]])
+    try:
+        with torch.no_grad():
+            memory = model.encode(src)
+            logits = model(src, tgt)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    shapes = {"src": shape_text(src.shape), "tgt": shape_text(tgt.shape),
+              "memory": shape_text(memory.shape), "logits": shape_text(logits.shape)}
+    return model_map(calls["encoder"][:2], calls["decoder"][:3], shapes,
+                     len(model.encoder.layers))
+
+
+def _softmax(values: Sequence[float]) -> list[float]:
+    top = max(values)
+    e = [math.exp(v - top) for v in values]
+    return [v / sum(e) for v in e]
+
+
+def scaling_softmax(rows: Sequence[tuple[int, Sequence[float]]]) -> Diagram:
+    """One query's raw scores q·k_j against a few keys, at each d_k of ``rows`` (pairs of d_k
+    and the scores, 1 to 3 of them), left as they are and divided by sqrt(d_k), each with the
+    softmax it gives (computed here) as cells and as bars. Vectors ``raw{d_k}``,
+    ``scaled{d_k}``, ``w_raw{d_k}``, ``w_scaled{d_k}``; panel titles, texts of class
+    ``title``."""
+    panels = [(int(dk), [float(s) for s in scores]) for dk, scores in rows]
+    if not 1 <= len(panels) <= 3:
+        raise ValueError(f"the picture draws 1 to 3 values of d_k, got {len(panels)}")
+    T = len(panels[0][1])
+    if not 2 <= T <= 5 or any(len(s) != T for _, s in panels):
+        raise ValueError(f"each d_k needs the same 2 to 5 scores, got "
+                         f"{[len(s) for _, s in panels]}")
+    if any(dk < 1 for dk, _ in panels):
+        raise ValueError(f"d_k must be positive, got {[dk for dk, _ in panels]}")
+    cell, left, bar_h, pitch = 48.0, 96.0, 40.0, 150.0
+    xs = (left, left + T * cell + 36)
+    if xs[1] + T * cell > MAX_WIDTH:  # pragma: no cover - T <= 5 fits
+        raise ValueError("the scores do not fit the width")
+    dks = ", ".join(str(dk) for dk, _ in panels)
+    d = Diagram(MAX_WIDTH, 40 + len(panels) * pitch, Label(
+        f"The scores of one query against {T} random keys at d_k = {dks}, left: as they are, "
+        "right: divided by the square root of d_k, each with the softmax weights they give, "
+        "as numbers and as bars. Unscaled, the scores spread further as d_k grows and the "
+        "softmax sharpens towards a single key; divided by the square root of d_k they keep "
+        "the same spread at every d_k.",
+        f"一个查询对 {T} 个随机键的分数，d_k = {dks}。左边是原始分数，右边是除以 d_k 的平方根"
+        "之后的分数，下面是各自经 softmax 得到的权重，既写成数字，也画成柱子。不缩放时，d_k "
+        "越大，分数散得越开，softmax 越接近只挑一个键；除以 d_k 的平方根之后，分数在每个 d_k "
+        "下都散得差不多。"))
+    d.text(xs[0] + T * cell / 2, 18, Label("unscaled: q·k", "不缩放：q·k"), kind="step",
+           bold=True)
+    d.text(xs[1] + T * cell / 2, 18, Label("scaled: q·k / √d_k", "缩放：q·k / √d_k"),
+           kind="step", bold=True)
+    for p, (dk, raw) in enumerate(panels):
+        y0 = 30 + p * pitch
+        root = math.sqrt(dk)
+        scaled = [s / root for s in raw]
+        d.text(4, y0 + 16, f"d_k = {dk}", anchor="start", kind="title", bold=True)
+        d.text(xs[1], y0 + 16, Label(f"÷ √d_k = {root:g}", f"除以 √d_k = {root:g}"),
+               anchor="start", kind="label", colour=MUTED)
+        y = y0 + 24
+        d.text(4, y + 17, Label("scores", "分数"), anchor="start", kind="label")
+        y_w = y + 34 + bar_h + 6
+        d.text(4, y_w + 17, Label("softmax", "softmax"), anchor="start", kind="label")
+        for x, values, name in ((xs[0], raw, "raw"), (xs[1], scaled, "scaled")):
+            d.vector(x, y, values, role="logit", name=f"{name}{dk}", cell=cell, digits=1,
+                     fixed=True)
+            weights = _softmax(values)
+            for j, w in enumerate(weights):
+                h = max(bar_h * w, 1.0)
+                d.bar(x + j * cell + 10, y_w - 4 - h, cell - 20, h, role="weight")
+            d.vector(x, y_w, weights, role="weight",
+                     name=f"w_{name}{dk}", cell=cell, digits=2, fixed=True)
+    return d
+
+
+def translation_pipeline(sentence: str, src_tokens: Sequence[str], src_ids: Sequence[int],
+                         memory_shape: Sequence[int], out_ids: Sequence[int],
+                         out_tokens: Sequence[str], translation: str,
+                         search: Label | None = None) -> Diagram:
+    """One sentence through a trained translator, top to bottom: the text, its tokens, their
+    ids (EOS last), the encoder and the shape of its memory, the decoder's ``search``, the ids
+    it writes, their tokens and the detokenised text. ``search`` names the decoding (default:
+    greedy).
+
+    Vectors ``src_ids`` and ``out_ids`` hold the ids; the tokens over the cells of
+    ``src_tokens`` and ``out_tokens`` are texts of class ``src_token`` and ``tgt_token``; the
+    texts of class ``sentence`` and ``translation``, the two sentences; the memory's shape,
+    class ``shape``; the steps between the rows, class ``step``.
+    """
+    if len(src_tokens) != len(src_ids) or len(out_tokens) != len(out_ids):
+        raise ValueError(f"one id per token: {len(src_tokens)} source tokens for "
+                         f"{len(src_ids)} ids, {len(out_tokens)} output tokens for "
+                         f"{len(out_ids)} ids")
+    if not src_ids or not out_ids:
+        raise ValueError("the source and the output need at least one token each")
+    search = search or Label("greedy", "贪心解码")
+    left, pitch = 96.0, 50.0
+    texts = [*src_tokens, *out_tokens, *(str(int(i)) for i in [*src_ids, *out_ids])]
+    cell = max(34.0, max(_width(t, 13) for t in texts) + 12)
+    n = max(len(src_ids), len(out_ids))
+    if left + n * cell > MAX_WIDTH - 4 or left + _width(sentence, 14) > MAX_WIDTH - 4 \
+            or left + _width(translation, 14) > MAX_WIDTH - 4:
+        raise ValueError(f"{n} tokens of up to {cell:.0f} px do not fit the picture; "
+                         "take a shorter sentence")
+    d = Diagram(MAX_WIDTH, 20 + 8 * pitch, Label(
+        f"One sentence through the trained translator, top to bottom. The French sentence "
+        f"'{sentence}' is split into {len(src_tokens)} tokens (end of sentence included), each "
+        "looked up in the source vocabulary as an id; the encoder turns the ids into its memory "
+        f"of shape {shape_text(memory_shape)}; the decoder, by {search.en} search, writes "
+        f"{len(out_ids)} ids, one per step; looked up in the target vocabulary they are tokens, "
+        f"joined into '{translation}'.",
+        f"一个句子在训练好的翻译器中的旅程，从上往下读。法语句子“{sentence}”先被切成 "
+        f"{len(src_tokens)} 个词元（含句尾标记），每个词元在源词表中查到一个 id；编码器把这些 "
+        f"id 变成形状为 {shape_text(memory_shape)} 的记忆；解码器用{search.text('zh')}逐步写出 "
+        f"{len(out_ids)} 个 id，每步一个；在目标词表中查回词元，再拼成“{translation}”。"))
+    ys = [12 + k * pitch for k in range(8)]
+    names = [Label("French", "法语"), Label("tokens", "词元"), Label("ids", "id"),
+             Label("", ""), Label("", ""), Label("ids", "id"), Label("tokens", "词元"),
+             Label("English", "英语")]
+    for y, name in zip(ys, names, strict=True):
+        if name.en:
+            d.text(4, y + 17, name, anchor="start", kind="label", colour=MUTED)
+    d.text(left, ys[0] + 17, sentence, anchor="start", kind="sentence", bold=True)
+
+    def tokens(y: float, words: Sequence[str], name: str, kind: str, role: str) -> None:
+        d.vector(left, y, len(words), role=role, name=name, cell=cell)
+        for j, w in enumerate(words):
+            d.text(left + (j + 0.5) * cell, y + 17, w, kind=kind, size=13, colour=INK)
+
+    tokens(ys[1], src_tokens, "src_tokens", "src_token", "embedding")
+    d.vector(left, ys[2], [float(i) for i in src_ids], role="embedding", name="src_ids",
+             cell=cell, digits=0, fixed=True)
+    d.box(left, ys[3] - 2, 220, 28, Label("encoder", "编码器"), role="embedding", size=13,
+          kind="part")
+    d.box(left, ys[4] - 2, 220, 28, Label(f"decoder, {search.en}", f"解码器，{search.text('zh')}"),
+          role="output", size=13, kind="part")
+    d.vector(left, ys[5], [float(i) for i in out_ids], role="output", name="out_ids",
+             cell=cell, digits=0, fixed=True)
+    tokens(ys[6], out_tokens, "out_tokens", "tgt_token", "output")
+    d.text(left, ys[7] + 17, translation, anchor="start", kind="translation", bold=True)
+    steps = [Label("tokenize", "分词"), Label("look up in the source vocabulary", "查源词表"),
+             Label(f"{shape_text((1, len(src_ids)))}", f"{shape_text((1, len(src_ids)))}"),
+             Label(f"memory {shape_text(memory_shape)}", f"记忆 {shape_text(memory_shape)}"),
+             Label("one id per step", "每步一个 id"),
+             Label("look up in the target vocabulary", "查目标词表"),
+             Label("detokenize", "去分词")]
+    for k, step in enumerate(steps):
+        kind = "shape" if k in (2, 3) else "step"
+        d.arrow(left + 14, ys[k] + 27, left + 14, ys[k + 1] - 3, step, kind=kind)
+    return d
+
+
+def _is_number(token: str) -> bool:
+    return any(c.isdigit() for c in token)
+
+
+def carry_numbers(source: Sequence[str], prepared: Sequence[str], raw: Sequence[str],
+                  carried: Sequence[str]) -> Diagram:
+    """A number the model never read, carried around it (``labformer.app.carry``), as four rows
+    of tokens: the ``source``; what the model reads (``prepared``: each unknown number
+    replaced by the nearest one it knows); what it writes (``raw``); and the output with the
+    source's numbers put back (``carried``).
+
+    Each token is a one-cell vector ``{row}{j}`` (rows ``source``, ``prepared``, ``raw``,
+    ``carried``), its text of class ``{row}``; numbers of the source are drawn in the
+    ``weight`` colour, the stand-ins the model reads and writes in grey.
+    """
+    rows = {"source": list(source), "prepared": list(prepared), "raw": list(raw),
+            "carried": list(carried)}
+    if any(not r for r in rows.values()):
+        raise ValueError(f"each row needs a token, got {[len(r) for r in rows.values()]}")
+    own = {t for t in source if _is_number(t)}
+    left, pitch, gap = 118.0, 62.0, 6.0
+    widths = {name: [_width(t, 13) + 16 for t in r] for name, r in rows.items()}
+    widest = max(sum(w) + gap * (len(w) - 1) for w in widths.values())
+    if left + widest > MAX_WIDTH - 4:
+        raise ValueError(f"the sentences are {widest:.0f} px wide; take shorter ones")
+    src_nums = [t for t in source if _is_number(t)]
+    read_nums = [t for t in prepared if _is_number(t)]
+    swaps = ", ".join(f"{a} → {b}" for a, b in zip(src_nums, read_nums, strict=False)
+                      if a != b) or "-"
+    d = Diagram(MAX_WIDTH, 24 + 4 * pitch + 10, Label(
+        f"A number carried around the model, top to bottom. The source '{' '.join(source)}' "
+        f"holds a number the model never read; before translation it is replaced by the "
+        f"nearest number the model knows ({swaps}); the model translates that sentence; "
+        f"after translation the source's own number is put back: "
+        f"'{' '.join(carried)}'.",
+        f"把数字绕过模型带过去，从上往下读。源句“{' '.join(source)}”里有一个模型从没读过的"
+        f"数字；翻译前，它被换成模型认识的最接近的数字（{swaps}）；模型翻译换过数字的句子；"
+        f"翻译后，再把源句自己的数字放回去：“{' '.join(carried)}”。"))
+    labels = {"source": Label("source", "源句"), "prepared": Label("model reads", "模型读入"),
+              "raw": Label("model writes", "模型写出"), "carried": Label("output", "输出")}
+    steps = [Label(f"prepare: {swaps}, the nearest known number",
+                   f"准备：{swaps}，换成最接近的已知数字"),
+             Label("translate: the model", "翻译：模型本身"),
+             Label("restore: the source's numbers, in order", "还原：按顺序放回源句的数字")]
+    for r, (name, tokens) in enumerate(rows.items()):
+        y = 14 + r * pitch
+        d.text(4, y + 17, labels[name], anchor="start", kind="label", colour=MUTED)
+        x = left
+        side = "embedding" if r < 2 else "output"
+        for j, (t, w) in enumerate(zip(tokens, widths[name], strict=True)):
+            number = _is_number(t)
+            role = ("weight" if t in own else "neutral") if number else side
+            d.vector(x, y, 1, role=role, name=f"{name}{j}", cell=w)
+            d.text(x + w / 2, y + 17, t, kind=name, size=13, colour=INK, bold=number)
+            x += w + gap
+        if r < 3:
+            d.arrow(left + 14, y + 28, left + 14, y + pitch - 4, steps[r], kind="step")
+    return d
+
+
+#: The parts of the model and its training an ablation can change, in the order drawn, and
+#: the fields (of ``TransformerConfig`` or ``TrainConfig``) that change each.
+ABLATION_PARTS: tuple[tuple[str, Label, tuple[str, ...]], ...] = (
+    ("embed", Label("token embedding", "词元嵌入"), ()),
+    ("positions", Label("+ positional encoding", "+ 位置编码"),
+     ("positional", "encoder_positions")),
+    ("heads", Label("multi-head attention", "多头注意力"), ("num_heads",)),
+    ("scale", Label("scores ÷ √d_k", "分数除以 √d_k"), ("scale_scores",)),
+    ("residual", Label("residual connections", "残差连接"), ("residual",)),
+    ("norm", Label("layer norm: Pre-LN", "前置层归一化（Pre-LN）"), ("norm_first",)),
+    ("ffn", Label("feed-forward network", "前馈网络"), ()),
+    ("generator", Label("linear + softmax", "线性层 + softmax"), ()),
+    ("smoothing", Label("label smoothing", "标签平滑"), ("label_smoothing",)),
+    ("warmup", Label("learning-rate warm-up", "学习率预热"), ("warmup",)),
+)
+#: The parts of :data:`ABLATION_PARTS` set by the training recipe, not the model.
+TRAINING_PARTS = ("smoothing", "warmup")
+
+
+def ablation_map(variants: Sequence[tuple[Label, dict[str, Any]]]) -> Diagram:
+    """The parts of the model and its training (:data:`ABLATION_PARTS`) with, beside each, the
+    variants that change it: a variant is its name and its changes (a config field and the
+    value it takes). A part some variant changes is drawn dashed. Each change is a text of
+    class ``change-{part}``, ``field=value``, followed by its variant's name (class
+    ``variant``)."""
+    part_of = {f: part for part, _, fields in ABLATION_PARTS for f in fields}
+    tags: dict[str, list[tuple[str, Label]]] = {part: [] for part, _, _ in ABLATION_PARTS}
+    for name, changes in variants:
+        for field_name, value in changes.items():
+            if field_name not in part_of:
+                raise ValueError(f"no part of the map for the field {field_name!r}; known: "
+                                 f"{sorted(part_of)}")
+            tags[part_of[field_name]].append((f"{field_name}={value!r}", name))
+    bw, bh, line, x_tag = 184.0, 26.0, 20.0, 224.0
+    x_name = x_tag + max((_width(c, 13) for t in tags.values() for c, _ in t), default=0) + 14
+    for t in tags.values():
+        for change, name in t:
+            if x_name + max(_width(name.text(lang), 13) for lang in ("en", "zh")) > MAX_WIDTH:
+                raise ValueError(f"the change {change!r} of {name.en!r} is too wide")
+    heights = {p: max(bh, len(t) * line + 6) for p, t in tags.items()}
+    height = 40 + sum(h + 8 for h in heights.values()) + 30
+    changed = [p for p, t in tags.items() if t]
+    d = Diagram(MAX_WIDTH, height, Label(
+        f"The parts of the translator and its training, top to bottom, with the {len(variants)} "
+        f"ablations of the chapter beside the part each one changes; the {len(changed)} parts "
+        "that some ablation switches off or changes are dashed, and each change is written as "
+        "the setting it makes.",
+        f"翻译器及其训练的各个部分，从上往下排列；本章的 {len(variants)} 个消融实验写在各自改动的"
+        f"部分旁边。被某个消融实验关掉或改动的 {len(changed)} 个部分画成虚线，每处改动都写成它"
+        "所设置的参数。"))
+    d.text(4, 18, Label("part", "部分"), anchor="start", kind="title", bold=True)
+    d.text(x_tag, 18, Label("ablation: the one change", "消融实验：唯一的改动"), anchor="start",
+           kind="title", bold=True)
+    y = 32.0
+    for part, label, _ in ABLATION_PARTS:
+        if part == TRAINING_PARTS[0]:
+            y += 14
+            d.text(4, y, Label("training", "训练"), anchor="start", kind="title", bold=True,
+                   size=13)
+            y += 8
+        h = heights[part]
+        role = "neutral" if part in TRAINING_PARTS else "embedding"
+        d.box(4, y + (h - bh) / 2, bw, bh, label, role=role, size=13, kind="part",
+              dashed=bool(tags[part]))
+        for n, (change, name) in enumerate(tags[part]):
+            ty = y + (h - len(tags[part]) * line) / 2 + n * line + 15
+            d.text(x_tag, ty, change, anchor="start", kind=f"change-{part}", size=13)
+            d.text(x_name, ty, name, anchor="start", kind="variant", size=13, colour=MUTED)
+        if tags[part]:
+            d.arrow(x_tag - 6, y + h / 2, bw + 8, y + h / 2)
+        y += h + 8
+    return d
+
+
+def beam_step(prefixes: Sequence[tuple[Sequence[str], float]],
+              candidates: Sequence[tuple[int, str, float]], beam_size: int,
+              eos: str) -> Diagram:
+    """One step of beam search: the live ``prefixes`` (words, probability), every candidate
+    extension (index of its prefix, the token added, the probability of the longer prefix) and
+    what becomes of each, decided here by beam search's rule: rank all candidates; an ``eos``
+    candidate among the best ``beam_size`` is finished and set aside; the best ``beam_size`` of
+    the others are kept; the rest are dropped.
+
+    Each candidate's words are a text of class ``kept``, ``finished`` or ``dropped``, its
+    probability a text of class ``prob``, drawn grouped by prefix and best first within one;
+    the live prefixes are texts of class ``prefix``.
+    """
+    if beam_size < 1 or not 1 <= len(prefixes) <= beam_size:
+        raise ValueError(f"a beam of {beam_size} holds 1 to {beam_size} prefixes, got "
+                         f"{len(prefixes)}")
+    if not 1 <= len(candidates) <= 8:
+        raise ValueError(f"the picture draws 1 to 8 candidates, got {len(candidates)}")
+    if any(not 0 <= parent < len(prefixes) for parent, _, _ in candidates):
+        raise ValueError("each candidate's parent must be one of the prefixes")
+    ranked = sorted(range(len(candidates)), key=lambda c: -candidates[c][2])
+    kth = candidates[ranked[min(beam_size, len(ranked)) - 1]][2]
+    outcome: dict[int, str] = {}
+    for c in ranked:
+        if candidates[c][1] == eos:
+            outcome[c] = "finished" if candidates[c][2] >= kth else "dropped"
+    live = [c for c in ranked if c not in outcome]
+    for n, c in enumerate(live):
+        outcome[c] = "kept" if n < beam_size else "dropped"
+    order = sorted(range(len(candidates)), key=lambda c: (candidates[c][0], -candidates[c][2]))
+    words = [" ".join([*prefixes[p][0], t]) for p, t, _ in candidates]
+    pw, cw, rowh = 150.0, 220.0, 34.0
+    xc, xo = pw + 70, pw + 70 + cw + 24
+    if xo + 150 > MAX_WIDTH or max(_width(w, 13) for w in words) + 70 > cw or max(
+            _width(" ".join(p), 13) for p, _ in prefixes) + 70 > pw:
+        raise ValueError("the candidates' words are too long for the picture")
+    height = 40 + len(candidates) * rowh + 8
+    kept = [words[c] for c in ranked if outcome[c] == "kept"]
+    d = Diagram(MAX_WIDTH, height, Label(
+        f"One step of beam search with a beam of {beam_size}. Left, the {len(prefixes)} "
+        f"prefixes kept so far; middle, each extended by every token the model gives a "
+        f"non-zero probability, {len(candidates)} candidates with the probability of the "
+        f"longer prefix; right, what beam search does with each: the best {beam_size} are "
+        f"kept ({'; '.join(kept)}), an end of sentence ranked among the best "
+        f"{beam_size} is set aside as a finished output, the rest are dropped.",
+        f"束宽为 {beam_size} 的束搜索中的一步。左边是目前保留的 {len(prefixes)} 个前缀；中间是"
+        f"每个前缀接上模型给出非零概率的每个词元后得到的 {len(candidates)} 个候选，标着更长前缀"
+        f"的概率；右边是束搜索对每个候选的处理：最好的 {beam_size} 个保留下来"
+        f"（{'；'.join(kept)}），排进前 {beam_size} 名的句尾标记作为已完成的输出放到一边，"
+        "其余的丢掉。"))
+    d.text(4, 18, Label("beam so far", "当前的束"), anchor="start", kind="title", bold=True)
+    d.text(xc, 18, Label("candidates", "候选"), anchor="start", kind="title", bold=True)
+    d.text(xo, 18, Label("kept or not", "去留"), anchor="start", kind="title", bold=True)
+    rows_of: dict[int, list[int]] = {}
+    for r, c in enumerate(order):
+        rows_of.setdefault(candidates[c][0], []).append(r)
+    for p, (prefix, prob) in enumerate(prefixes):
+        rows = rows_of.get(p, [])
+        mid = 30 + rowh * (sum(rows) / len(rows) + 0.5) if rows else 30 + rowh * (p + 0.5)
+        d.box(4, mid - 14, pw, 28, role="query")
+        d.text(12, mid + 5, " ".join(prefix), anchor="start", kind="prefix", size=13)
+        d.text(pw - 4, mid + 5, f"{prob:.4f}", anchor="end", kind="prefix_prob", size=13,
+               colour=MUTED)
+        for r in rows:
+            d.arrow(pw + 8, mid, xc - 4, 30 + rowh * (r + 0.5), colour=MUTED)
+    names = {"kept": Label("kept", "保留"), "finished": Label("finished: set aside",
+                                                             "已完成：放到一边"),
+             "dropped": Label("dropped", "丢掉")}
+    roles = {"kept": "query", "finished": "output", "dropped": "neutral"}
+    for r, c in enumerate(order):
+        y = 30 + rowh * r + 3
+        what = outcome[c]
+        d.box(xc, y, cw, rowh - 6, role=roles[what], dashed=what == "dropped")
+        d.text(xc + 8, y + 19, words[c], anchor="start", kind=what, size=13,
+               bold=what != "dropped")
+        d.text(xc + cw - 6, y + 19, f"{candidates[c][2]:.4f}", anchor="end", kind="prob",
+               size=13, colour=MUTED)
+        d.text(xo, y + 19, names[what], anchor="start", kind="outcome", size=13,
+               colour=INK if what != "dropped" else MUTED)
+    return d
+
+
+#: The sublayers of :func:`decoder_only`, by kind: their labels in both editions.
+SUBLAYER_NAMES: dict[str, Label] = {
+    "self_attn": Label("self-attention", "自注意力"),
+    "masked_attn": Label("masked self-attention", "带掩码的自注意力"),
+    "cross_attn": Label("cross-attention", "交叉注意力"),
+    "ffn": Label("feed-forward network", "前馈网络"),
+}
+
+
+def decoder_only(encoder: Sequence[str], decoder: Sequence[str], lm: Sequence[str],
+                 shapes: dict[str, str]) -> Diagram:
+    """The translator's encoder and decoder layers beside a language model's layer.
+
+    ``encoder``, ``decoder``, ``lm``: the sublayer kinds each layer runs, bottom to top
+    (:data:`SUBLAYER_NAMES`: ``self_attn``, ``masked_attn``, ``cross_attn``, ``ffn``). The
+    language model's sublayers must be the decoder's with some left out: each one left out is
+    drawn in its row as a dashed box (class ``removed``). ``shapes``: the shapes written at
+    the inputs and outputs (``src``, ``memory``, ``tgt``, ``logits``, ``text``,
+    ``lm_logits``). A column's sublayers are texts of class ``step-encoder``,
+    ``step-decoder``, ``step-lm``, bottom to top.
+    """
+    for kind in list(encoder) + list(decoder) + list(lm):
+        if kind not in SUBLAYER_NAMES:
+            raise ValueError(f"unknown sublayer {kind!r}; known: {sorted(SUBLAYER_NAMES)}")
+    rows_lm: list[str | None] = []
+    rest = list(lm)
+    for kind in decoder:  # the decoder's rows: the language model keeps some, in order
+        if rest and rest[0] == kind:
+            rows_lm.append(rest.pop(0))
+        else:
+            rows_lm.append(None)
+    if rest:
+        raise ValueError(f"the language model's sublayers {list(lm)} are not the decoder's "
+                         f"{list(decoder)} with some left out")
+    removed = [k for k, kept in zip(decoder, rows_lm, strict=True) if kept is None]
+    bw, bh, gap, x0 = 196.0, 30.0, 10.0, 8.0
+    n_rows = max(len(encoder), len(decoder))
+    layer_h = n_rows * (bh + gap) + gap + 22
+    top, bottom = 64.0, 50.0
+    height = top + layer_h + bottom
+    layer_y = top
+    d = Diagram(MAX_WIDTH, height, Label(
+        f"Three layers side by side, read from the bottom. The translator's encoder layer "
+        f"runs {len(encoder)} sublayers and its decoder layer {len(decoder)}, the second of "
+        "which, cross-attention, reads the encoder's output. The language model's layer is "
+        f"the decoder layer with {', '.join(SUBLAYER_NAMES[k].en for k in removed)} removed: "
+        f"{len(lm)} sublayers, and no encoder at all.",
+        f"三个层并排画出，从下往上读。翻译器的编码器层有 {len(encoder)} 个子层，解码器层有 "
+        f"{len(decoder)} 个，其中第二个是交叉注意力，读取编码器的输出。语言模型的层就是去掉了"
+        f"{'、'.join(SUBLAYER_NAMES[k].text('zh') for k in removed)}的解码器层：只有 "
+        f"{len(lm)} 个子层，也根本没有编码器。"))
+    columns: tuple[tuple[str, Label, Sequence[str | None], Label, Label], ...] = (
+        ("encoder", Label("translator: encoder", "翻译器：编码器"), list(encoder),
+         Label(f"source ids {shapes['src']}", f"源句 id {shapes['src']}"),
+         Label(f"memory {shapes['memory']}", f"记忆 {shapes['memory']}")),
+        ("decoder", Label("translator: decoder", "翻译器：解码器"), list(decoder),
+         Label(f"target prefix {shapes['tgt']}", f"目标前缀 {shapes['tgt']}"),
+         Label(f"logits {shapes['logits']}", f"logits {shapes['logits']}")),
+        ("lm", Label("language model", "语言模型"), rows_lm,
+         Label(f"text ids {shapes['text']}", f"文本 id {shapes['text']}"),
+         Label(f"logits {shapes['lm_logits']}", f"logits {shapes['lm_logits']}")),
+    )
+    roles = {"self_attn": "query", "masked_attn": "query", "cross_attn": "key", "ffn": "hidden"}
+    cross_rows: list[float] = []
+    for c, (name, title, kinds, below, above) in enumerate(columns):
+        x = x0 + c * (bw + 16)
+        d.text(x + bw / 2, 18, title, kind="title", bold=True)
+        d.text(x + bw / 2, 40, above, kind="shape", colour=MUTED, size=13)
+        d.arrow(x + bw / 2, layer_y - 2, x + bw / 2, 46)
+        d.box(x, layer_y, bw, layer_h, role="neutral", dashed=True)
+        d.text(x + 8, layer_y + 17, Label("layer × N", "层 × N"), anchor="start",
+               kind="layer", size=13, colour=MUTED)
+        for r, sub in enumerate(kinds):
+            y = layer_y + layer_h - gap - (r + 1) * (bh + gap) + gap
+            if sub is None:
+                gone = decoder[r]
+                d.box(x + 10, y, bw - 20, bh, role="neutral", dashed=True)
+                d.text(x + bw / 2, y + bh / 2 + 5, Label(
+                    f"no {SUBLAYER_NAMES[gone].en}", f"去掉{SUBLAYER_NAMES[gone].text('zh')}"),
+                    kind="removed", size=13, colour=MUTED)
+                continue
+            d.box(x + 10, y, bw - 20, bh, SUBLAYER_NAMES[sub], role=roles[sub], size=13,
+                  kind=f"step-{name}")
+            if sub == "cross_attn":
+                cross_rows.append(y + bh / 2)
+        d.arrow(x + bw / 2, height - 26, x + bw / 2, layer_y + layer_h + 2)
+        d.text(x + bw / 2, height - 8, below, kind="shape", colour=MUTED, size=13)
+    for cy in cross_rows:  # the encoder's memory feeds the decoder's cross-attention
+        d.arrow(x0 + bw / 2 + 40, 46, x0 + bw + 16 + 8, cy, colour=ROLE_COLOURS["key"])
+    return d
+
+
+def block_map(rows: Sequence[tuple[Label, Sequence[Label | str], Sequence[Label | str],
+                                   Sequence[Label | str]]],
+              roles: Sequence[str] | None = None) -> Diagram:
+    """Each part of the 2017 block beside the same part of the modern block and its name in
+    LLaMA-style open models. ``rows``: (part, 2017 lines, modern lines, open-model lines);
+    each cell is one to three lines. ``roles``: each row's role (:data:`ROLE_COLOURS`; a norm
+    is ``"norm"``, positions ``"position"``), its three boxes drawn in that colour, the same
+    as the part has in every diagram. Texts of class ``part``, ``old``, ``new`` and ``open``,
+    row by row and line by line, so that a chapter reads back what it drew."""
+    if not rows:
+        raise ValueError("a block map needs at least one part")
+    roles = list(roles) if roles is not None else ["neutral"] * len(rows)
+    if len(roles) != len(rows) or any(r not in ROLE_COLOURS for r in roles):
+        raise ValueError(f"need one known role a row ({len(rows)} rows), got {roles}; known: "
+                         f"{sorted(ROLE_COLOURS)}")
+    bw, gapx, line, x0 = 196.0, 20.0, 17.0, 6.0
+    heights = [max(len(old), len(new), len(open_)) * line + 12 for _, old, new, open_ in rows]
+    height = 44 + sum(h + 30 for h in heights)
+    for _, *cells in rows:
+        for lines in cells:
+            if not 1 <= len(lines) <= 3:
+                raise ValueError(f"a cell holds one to three lines, got {len(lines)}")
+            for text in lines:
+                for lang in ("en", "zh"):
+                    if _width(_label(text).text(lang), 13) > bw - 12:
+                        raise ValueError(f"{_label(text).text(lang)!r} is too wide for a "
+                                         "cell")
+    d = Diagram(MAX_WIDTH, height, Label(
+        f"{len(rows)} parts of a Transformer block, one row each: on the left as the 2017 "
+        "paper built them, in the middle as this chapter's modern block builds them (with the "
+        "switch of LanguageModel that turns each on), on the right the name the same part "
+        "has in LLaMA-style open models.",
+        f"Transformer 块的 {len(rows)} 个部分，每行一个：左边是 2017 年论文的做法，中间是本章"
+        "现代块的做法（附上 LanguageModel 中打开它的开关），右边是同一部分在 LLaMA 式开放模型"
+        "中的名字。"))
+    heads = (Label("2017 block", "2017 年的块"), Label("modern block (labformer)",
+                                                      "现代块（labformer）"),
+             Label("LLaMA-style open model", "LLaMA 式开放模型"))
+    for c, head in enumerate(heads):
+        d.text(x0 + c * (bw + gapx) + bw / 2, 18, head, kind="title", bold=True)
+    y = 36.0
+    for (part, *cells), h, role in zip(rows, heights, roles, strict=True):
+        d.text(x0, y + 14, part, anchor="start", kind="part", size=13, bold=True, colour=MUTED)
+        y += 22
+        for c, (lines, kind) in enumerate(zip(cells, ("old", "new", "open"), strict=True)):
+            x = x0 + c * (bw + gapx)
+            d.box(x, y, bw, h, role=role)
+            for k, text in enumerate(lines):  # the lines centred in the box
+                d.text(x + bw / 2, y + h / 2 + (k - (len(lines) - 1) / 2) * line + 5, text,
+                       kind=kind, size=13)
+        d.arrow(x0 + bw + 2, y + h / 2, x0 + bw + gapx - 2, y + h / 2)
+        d.arrow(x0 + 2 * bw + gapx + 2, y + h / 2, x0 + 2 * bw + 2 * gapx - 2, y + h / 2,
+                dashed=True)
+        y += h + 8
+    return d
+
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import sys
+    from pathlib import Path
+
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else ".")
+    picture = intro_map()
+    (out / "intro_map.svg").write_text(picture.render("en").svg + "\n", encoding="utf-8")
+    (out / "intro_map.zh_CN.svg").write_text(picture.render("zh").svg + "\n",
+                                             encoding="utf-8")
+
+
+def step_structure(positions: int, length: int, gru_ms: float, tf_ms: float) -> Diagram:
+    """Chapter 14's picture of where a Transformer's step is cheaper: above, a recurrent layer
+    walks through ``positions`` positions one after another (each waits for the state before
+    it); below, a Transformer layer computes every position in one matrix product. Under them,
+    the measured wall-clock time of one training step at ``length`` tokens (one thread), as
+    texts of class ``time``."""
+    if not 2 <= positions <= 10:
+        raise ValueError(f"the picture draws 2 to 10 positions, got {positions}")
+    if not (gru_ms > 0 and tf_ms > 0):
+        raise ValueError(f"step times must be positive, got {gru_ms} and {tf_ms} ms")
+    left, cell, gap = 150.0, 30.0, 16.0
+    d = Diagram(MAX_WIDTH, 262, Label(
+        f"Above, a recurrent layer over {positions} positions: each position's state needs the "
+        "state before it, so the steps run one after another. Below, a Transformer layer: "
+        f"the {positions} positions go through one matrix product at once. Measured on one "
+        f"thread at {length} tokens, a training step took {gru_ms:.0f} ms for the GRU and "
+        f"{tf_ms:.0f} ms for the Transformer.",
+        f"上图是一个循环层处理 {positions} 个位置：每个位置的状态都要等前一个状态算完，所以"
+        f"这些步只能一个接一个地算。下图是一个 Transformer 层：{positions} 个位置一起通过"
+        f"一次矩阵乘法。在单线程、{length} 个词元时实测，一个训练步 GRU 用了 {gru_ms:.0f} "
+        f"毫秒，Transformer 用了 {tf_ms:.0f} 毫秒。"))
+    d.text(4, 22, Label("recurrent (GRU): one position after another",
+                        "循环网络（GRU）：一个位置接一个位置"), anchor="start", kind="title",
+           bold=True)
+    y = 44.0
+    d.text(4, y + 17, Label("states", "状态"), anchor="start", kind="label", colour=MUTED)
+    for p in range(positions):
+        x = left + p * (cell + gap)
+        d.vector(x, y, 1, role="hidden", name=f"h{p}", cell=cell)
+        if p:
+            d.arrow(x - gap + 2, y + 12, x - 2, y + 12)
+    d.text(left + positions * (cell + gap) + 4, y + 17,
+           Label(f"{positions} steps in a row", f"{positions} 步依次进行"), anchor="start",
+           kind="label", colour=MUTED)
+    d.text(4, 122, Label("Transformer layer: all positions at once",
+                         "Transformer 层：所有位置一次算完"), anchor="start", kind="title",
+           bold=True)
+    width = positions * (cell + gap) - gap
+    d.box(left, 134, width, 28, Label("one matrix product", "一次矩阵乘法"), role="query",
+          size=13)
+    y = 190.0
+    d.text(4, y + 17, Label("outputs", "输出"), anchor="start", kind="label", colour=MUTED)
+    for p in range(positions):
+        x = left + p * (cell + gap)
+        d.arrow(x + cell / 2, 164, x + cell / 2, y - 2)
+        d.vector(x, y, 1, role="output", name=f"z{p}", cell=cell)
+    d.text(left + positions * (cell + gap) + 4, y + 17,
+           Label("side by side", "并行计算"), anchor="start", kind="label", colour=MUTED)
+    d.text(4, 248, Label(f"one training step at {length} tokens, one thread:",
+                         f"{length} 个词元、单线程时的一个训练步："), anchor="start",
+           kind="label", size=13)
+    d.text(MAX_WIDTH - 4, 248, Label(f"GRU {gru_ms:.0f} ms · Transformer {tf_ms:.0f} ms",
+                                     f"GRU {gru_ms:.0f} 毫秒 · Transformer {tf_ms:.0f} 毫秒"),
+           anchor="end", kind="time", size=13, bold=True)
+    return d
