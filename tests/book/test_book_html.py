@@ -119,7 +119,7 @@ def chromium() -> Iterator[object]:
         from playwright.sync_api import sync_playwright
     except ImportError as exc:
         pytest.fail(f"Playwright's Python package is missing ({exc}): "
-                    "`.venv/bin/pip install -r requirements.txt`.", pytrace=False)
+                    "`.venv/bin/pip install --no-deps -r requirements.lock`.", pytrace=False)
     if not os.access(CHROMIUM, os.X_OK):
         pytest.fail(f"Chromium not found at {CHROMIUM}: run `make browser` "
                     "(apt-get install chromium) or set CHROMIUM=/path/to/chromium.",
