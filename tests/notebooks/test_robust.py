@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "book" / "sweeps"))
 import robust  # noqa: E402
 
 
@@ -41,7 +42,7 @@ def test_variants_name_seed_and_kernel() -> None:
             robust.parse_variant(bad)
 
 
-# ------------------------------------------------------------------------------ claim_sweep.py
+# ----------------------------------------------------------------------- book/sweeps/claim_sweep.py
 
 import claim_sweep  # noqa: E402
 
@@ -102,7 +103,7 @@ def test_claim_sweep_writes_the_chapters_data_file(tmp_path: Path) -> None:
         claim_sweep.parse_quantity("no equals sign")
 
 
-# ------------------------------------------------------------------------ translator_sweep.py
+# ------------------------------------------------------------------ book/sweeps/translator_sweep.py
 
 import translator_sweep  # noqa: E402
 

@@ -1,7 +1,7 @@
 """Chapter 13's 2 x 2 of norm place and warm-up at three peak rates, for many seeds.
 
-    python tests/norm_warmup_sweep.py --jobs 2 --write book/data/13_norm_warmup.json
-    python tests/norm_warmup_sweep.py --runs 1:default 2:avx2 --out /tmp/grid.jsonl
+    python book/sweeps/norm_warmup_sweep.py --jobs 2 --write book/data/13_norm_warmup.json
+    python book/sweeps/norm_warmup_sweep.py --runs 1:default 2:avx2 --out /tmp/grid.jsonl
 
 For every ``SEED:KERNEL`` of ``--runs`` (default: seeds 1-20, odd ones on the plain kernels,
 even ones on AVX2; seed 0 is the chapter's own run) a fresh process with
@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "book" / "13_ablations.ipynb"
 #: The cells the grid needs, by id: imports, configuration, evaluate, train_variant, the grid.
 CELLS = ("ch13-01", "ch13-03", "ch13-06", "ch13-08", "ch13-28b")
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
                     "none at an equal total learning rate) at three peak rates: token "
                     "accuracy (%) under teacher forcing on the 500 test pairs and greedy BLEU "
                     "on the first 100, per run and cell",
-            "command": "python tests/norm_warmup_sweep.py "
+            "command": "python book/sweeps/norm_warmup_sweep.py "
                        + " ".join(argv if argv is not None else sys.argv[1:]),
             "code_version": code_version(),
             "duration": f"{sum(r['seconds'] for r in runs)} s for {len(runs)} runs, "

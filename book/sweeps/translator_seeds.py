@@ -1,8 +1,8 @@
 """Train the toy translator for several seeds and CPU kernel settings; print its scores' ranges.
 
-    python tests/translator_seeds.py                 # seeds 0-4 x (native, avx2): the README's
-    python tests/translator_seeds.py --recipe paper  # the book's chapter 11 translator
-    python tests/translator_seeds.py --seeds 0 1 --kernels default
+    python book/sweeps/translator_seeds.py           # seeds 0-4 x (native, avx2): the README's
+    python book/sweeps/translator_seeds.py --recipe paper  # the book's chapter 11 translator
+    python book/sweeps/translator_seeds.py --seeds 0 1 --kernels default
 
 Each run is ``train_translator`` with a recipe of ``labformer train`` (default: its default,
 quick) on the generated corpus (its seed is fixed: it is the data set), then greedy and beam-4

@@ -1,6 +1,6 @@
 """Chapter 14's baseline as curves: both models tuned at each of three CPU budgets.
 
-    python tests/baseline_curves.py --out book/data/14_baseline_curves.json   # 38 min alone
+    python book/sweeps/baseline_curves.py --out book/data/14_baseline_curves.json  # 38 min alone
 
 The budgets are half, one and two of the Transformer's epochs in CPU time: 146, 292 and 584
 Transformer steps, and as many GRU steps as buy the same CPU time. For the tuning runs that
@@ -45,7 +45,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BUDGETS = {"half": 0.5, "one": 1.0, "two": 2.0}  # in Transformer epochs of CPU time
 TF_STEPS = 292  # one Transformer epoch; the GRU's steps come from the measured cost ratio
 GRID = {
@@ -59,7 +59,7 @@ CHECKED_SEEDS = range(1, 21)
 
 CALIBRATE = r"""
 import json, sys, time, torch
-sys.path.insert(0, "tests")
+sys.path.insert(0, "book/sweeps")
 from gru_tuning import Setup
 from labformer.rnn import TeacherForcedRNN
 from labformer.app.runs import subnormals_flushed
@@ -86,7 +86,7 @@ print(json.dumps(ratios))
 
 WORKER = r"""
 import json, sys, time, torch
-sys.path.insert(0, "tests")
+sys.path.insert(0, "book/sweeps")
 from gru_tuning import Setup
 from labformer.rnn import TeacherForcedRNN
 from labformer.app.runs import subnormals_flushed
@@ -118,7 +118,7 @@ for job in json.loads(sys.argv[1]):
 
 THREADS = r"""
 import json, sys, time, torch
-sys.path.insert(0, "tests")
+sys.path.insert(0, "book/sweeps")
 from gru_tuning import Setup
 from labformer.rnn import TeacherForcedRNN
 from labformer.app.runs import subnormals_flushed
@@ -279,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
                 "the mean validation BLEU of three seeds at each of three CPU budgets (half, "
                 "one and two Transformer epochs), then the chosen settings over seeds; test "
                 "BLEU is reported only",
-        "command": "python tests/baseline_curves.py " + " ".join(argv or sys.argv[1:]),
+        "command": "python book/sweeps/baseline_curves.py " + " ".join(argv or sys.argv[1:]),
         "code_version": code_version(),
         "tuning": tuning_note,
         "duration": f"{(time.time() - started) / 60:.0f} minutes wall-clock, {args.jobs} "

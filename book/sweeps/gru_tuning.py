@@ -19,7 +19,7 @@ corpus BLEU on the 1000 validation pairs (the tuning criterion) and on the 1000 
 
 Reproduce the table that chapter 14 stores:
 
-    cd /work/main && OMP_NUM_THREADS=1 .venv/bin/python tests/gru_tuning.py
+    cd /work/main && OMP_NUM_THREADS=1 .venv/bin/python book/sweeps/gru_tuning.py
 
 ``--gru-steps N`` fixes the GRU's step count instead of measuring the cost ratio (the chapter
 states the count this machine measured); ``--out FILE`` also writes every run as JSON lines.

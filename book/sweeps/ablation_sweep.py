@@ -1,8 +1,8 @@
 """Chapter 13's seed sweep: its trainings for several seeds and CPU kernels, paired drops.
 
-    python tests/ablation_sweep.py                        # the sweep stored in the chapter
-    python tests/ablation_sweep.py --runs 1:avx2 4:default --out /tmp/sweep.jsonl
-    python tests/ablation_sweep.py --runs ... --write book/data/13_ablations.json  # the data file
+    python book/sweeps/ablation_sweep.py                  # the sweep stored in the chapter
+    python book/sweeps/ablation_sweep.py --runs 1:avx2 4:default --out /tmp/sweep.jsonl
+    python book/sweeps/ablation_sweep.py --runs ... --write book/data/13_ablations.json  # data file
 
 What it runs: for every ``SEED:KERNEL`` of ``--runs`` a fresh process with
 ``LABFORMER_SEED=SEED``, ``ATEN_CPU_CAPABILITY=KERNEL`` and ``OMP_NUM_THREADS=1`` executes the
@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "book" / "13_ablations.ipynb"
 #: The chapter's sweep: seeds 1-20, odd ones on the plain kernels, even ones on AVX2.
 DEFAULT_RUNS = [f"{s}:{'default' if s % 2 else 'avx2'}" for s in range(1, 21)]
@@ -171,7 +171,7 @@ def write_data(path: Path, runs: list[dict[str, Any]], argv: list[str]) -> None:
     """The chapter's data file: the command, the code version, the runs and the sweep."""
     data = {
         "chapter": NOTEBOOK.stem,
-        "command": "OMP_NUM_THREADS=1 python tests/ablation_sweep.py " + " ".join(argv),
+        "command": "OMP_NUM_THREADS=1 python book/sweeps/ablation_sweep.py " + " ".join(argv),
         "code_version": code_version(),
         "duration": f"{sum(r.get('seconds', 0) for r in runs)} s for {len(runs)} runs",
         "runs": [r["run"] for r in runs],

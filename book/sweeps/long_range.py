@@ -1,7 +1,7 @@
 """Where the Transformer wins, measured: step timings against length, and a long-range task.
 
-    python tests/long_range.py timings --out book/data/14_step_timings.json   # 5 min, idle machine
-    python tests/long_range.py sweep --out book/data/14_long_copy.json        # 35 min, 2 cores
+    python book/sweeps/long_range.py timings --out book/data/14_step_timings.json  # 5 min, idle
+    python book/sweeps/long_range.py sweep --out book/data/14_long_copy.json       # 35 min, 2 cores
 
 **Timings.** Wall-clock seconds of one training step (forward, backward, AdamW) on a batch of
 32 sequences, source and target each L tokens long, and of translating one sentence of L
@@ -44,7 +44,7 @@ from labformer.rnn import Seq2SeqRNN, TeacherForcedRNN
 from labformer.special import BOS_ID, EOS_ID, PAD_ID
 from labformer.transformer import Transformer, TransformerConfig
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MODELS = ("transformer", "gru")
 DIGITS = 10
 VOCAB = 4 + DIGITS  # the four special ids, then the digits
@@ -142,7 +142,7 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     return {**job, **trained, **score(model)}
 
 
-WORKER = ("import json, sys, torch; sys.path.insert(0, 'tests'); torch.set_num_threads(1)\n"
+WORKER = ("import json, sys, torch; sys.path.insert(0, 'book/sweeps'); torch.set_num_threads(1)\n"
           "import long_range as lr\n"
           "for job in json.loads(sys.argv[1]):\n"
           "    print(json.dumps(lr.run_one(job)), flush=True)\n")
@@ -230,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     from ablation_sweep import code_version
 
     started = time.time()
-    common = {"command": "python tests/long_range.py " + " ".join(argv or sys.argv[1:]),
+    common = {"command": "python book/sweeps/long_range.py " + " ".join(argv or sys.argv[1:]),
               "code_version": code_version()}
     if args.what == "timings":
         data: dict[str, Any] = {

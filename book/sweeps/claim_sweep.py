@@ -1,10 +1,10 @@
 """Run one chapter for many seeds and CPU kernel settings; summarise every claim it checks.
 
-    python tests/claim_sweep.py book/07_transformer.ipynb --seeds 1-16
-    python tests/claim_sweep.py book/09_loss.ipynb --seeds 1-12 --kernels default,avx2 \\
+    python book/sweeps/claim_sweep.py book/07_transformer.ipynb --seeds 1-16
+    python book/sweeps/claim_sweep.py book/09_loss.ipynb --seeds 1-12 --kernels default,avx2 \\
         --out /tmp/ch9.jsonl
 
-    python tests/claim_sweep.py book/01_seq2seq_attention.ipynb --seeds 1-20 --jobs 2 \\
+    python book/sweeps/claim_sweep.py book/01_seq2seq_attention.ipynb --seeds 1-20 --jobs 2 \\
         --write book/data/01_seq2seq_attention.json
 
 This is how a chapter's bounds are sized: each run executes the chapter's code cells in a
@@ -37,7 +37,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
 
 # Runs in the child: the chapter's code, every claim recorded (and taken as holding).
@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
                                              "index": i, **c}) + "\n")
     print("\n".join(summary([r["claims"] for r in records])))  # type: ignore[misc]
     if args.write:
-        command = "python tests/claim_sweep.py " + " ".join(argv or sys.argv[1:])
+        command = "python book/sweeps/claim_sweep.py " + " ".join(argv or sys.argv[1:])
         write_data(args.write, notebook, quantities, records, command,
                    time.perf_counter() - start, args.jobs, settings)
         print(f"wrote {args.write}")

@@ -1,7 +1,7 @@
 """Train the translator with the command line's defaults on the shipped 300-pair file; check it.
 
-    python tests/train_everyday.py            # about a minute on one thread
-    python tests/train_everyday.py --seed 3
+    python book/sweeps/train_everyday.py      # about a minute on one thread
+    python book/sweeps/train_everyday.py --seed 3
 
 This is the README's "your own file" recipe, end to end: ``labformer train --pairs
 labformer/data/fr-en-everyday.tsv`` with nothing else set, then the trained model translates its

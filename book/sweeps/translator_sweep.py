@@ -1,7 +1,7 @@
 """The sweep behind chapters 11 and 14: the translator, trained and read for many seeds.
 
-    python tests/translator_sweep.py                      # seeds 1-20, two runs at a time
-    python tests/translator_sweep.py --seeds 1-4 --out /tmp/sweep.json
+    python book/sweeps/translator_sweep.py                # seeds 1-20, two runs at a time
+    python book/sweeps/translator_sweep.py --seeds 1-4 --out /tmp/sweep.json
 
 Each run is a fresh process on one thread that executes chapter 11's code cells up to its
 section "The translator in your browser" (the training, the test scores, attention and errors),
@@ -28,7 +28,7 @@ from pathlib import Path
 from ablation_sweep import code_version
 from claim_sweep import parse_seeds
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "book" / "11_translator.ipynb"
 OUT = ROOT / "book" / "data" / "11_translator.json"
 # (notebook, the section before which its run stops), executed in this order in one namespace
@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         "what": "chapter 11's translator for each seed, read by chapters 11 and 14 up to "
                 "the recurrent baseline: the numbers the chapters hold to this sweep",
         "quantities": QUANTITIES,
-        "command": "python tests/translator_sweep.py " + " ".join(argv or sys.argv[1:]),
+        "command": "python book/sweeps/translator_sweep.py " + " ".join(argv or sys.argv[1:]),
         "code_version": code_version(),
         "duration": f"{time.perf_counter() - start:.0f} s for {len(runs)} runs, "
                     f"{args.jobs} at a time",

@@ -1,7 +1,7 @@
 """The modern block against the 2017 block, for seeds fixed before the sweep runs.
 
-    python tests/lm_sweep.py --jobs 2 --write book/data/15_modern_block.json
-    python tests/lm_sweep.py --runs 1:default 2:avx2 --out /tmp/blocks.jsonl
+    python book/sweeps/lm_sweep.py --jobs 2 --write book/data/15_modern_block.json
+    python book/sweeps/lm_sweep.py --runs 1:default 2:avx2 --out /tmp/blocks.jsonl
 
 For every ``SEED:KERNEL`` of ``--runs`` (default: seeds 1-20, odd ones on the plain kernels,
 even ones on AVX2; seed 0 is the chapter's own run) a fresh process with
@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_RUNS = [f"{s}:{'default' if s % 2 else 'avx2'}" for s in range(1, 21)]
 
 CHILD = r"""
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
             "quantities": {key: f"held-out perplexity of the {key[4:]} block"
                            for key in runs[0] if key.startswith("ppl_")},
             "settings": settings(),
-            "command": "python tests/lm_sweep.py " + " ".join(args_list),
+            "command": "python book/sweeps/lm_sweep.py " + " ".join(args_list),
             "code_version": code_version(),
             "duration": (f"{sum(r['seconds'] for r in runs)} s of run time for {len(runs)} "
                          f"runs, {args.jobs} at a time ({time.time() - start:.0f} s this call)"),

@@ -1,7 +1,7 @@
 """The sweep behind chapter 12's confidence checks: its model, trained for many seeds.
 
-    python tests/confidence_sweep.py                      # seeds 1-20, two runs at a time
-    python tests/confidence_sweep.py --seeds 1-4 --out /tmp/sweep.json
+    python book/sweeps/confidence_sweep.py                # seeds 1-20, two runs at a time
+    python book/sweeps/confidence_sweep.py --seeds 1-4 --out /tmp/sweep.json
 
 Each run is a fresh process on one thread that trains chapter 12's model (the everyday pairs
 but every tenth, ``TRAIN_DEFAULTS`` with 300 steps at least, the run's seed) and counts with
@@ -25,7 +25,7 @@ from pathlib import Path
 
 from claim_sweep import parse_seeds
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "book" / "data" / "12_confidence.json"
 
 # Chapter 12's cells 3 and its confidence cell, in one process.
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.write_text(json.dumps({
         "what": "chapter 12's model for each seed: the warnings of `labformer translate "
                 "--scores` on its two held-out sets together (labformer.app.carry.count_flags)",
-        "command": "python tests/confidence_sweep.py " + " ".join(argv or sys.argv[1:]),
+        "command": "python book/sweeps/confidence_sweep.py " + " ".join(argv or sys.argv[1:]),
         "runs": runs}, indent=1) + "\n", encoding="utf-8")
     print(f"{len(runs)} runs in {time.perf_counter() - start:.0f} s -> {args.out}")
     return 0

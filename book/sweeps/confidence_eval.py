@@ -1,7 +1,7 @@
 """How well ``labformer translate --scores`` flags wrong translations, on two held-out sets.
 
-    python tests/confidence_eval.py                 # trains runs/everyday.pt if missing
-    python tests/confidence_eval.py --checkpoint runs/everyday.pt
+    python book/sweeps/confidence_eval.py           # trains runs/everyday.pt if missing
+    python book/sweeps/confidence_eval.py --checkpoint runs/everyday.pt
 
 The model is the README's: ``labformer train --pairs labformer/data/fr-en-everyday.tsv`` with
 the defaults (a couple of CPU minutes; the checkpoint is reused when it exists, and the disk
@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 GOAL = 0.8
 
 
@@ -92,7 +92,7 @@ def main() -> int:
     start = time.perf_counter()
     if not args.checkpoint.exists():
         train(args.checkpoint)
-    print(f"$ python tests/confidence_eval.py --checkpoint {args.checkpoint}")
+    print(f"$ python book/sweeps/confidence_eval.py --checkpoint {args.checkpoint}")
     results = measure(args.checkpoint)
     ok = True
     for name, r in results.items():

@@ -1,7 +1,7 @@
 """What the toy translator reaches in a shorter training: test BLEU against training CPU time.
 
-    python tests/translator_budget.py                      # the configurations below, seeds 0 1
-    python tests/translator_budget.py --configs 96:2:4e-3:50:linear:0 --seeds 0 1 2
+    python book/sweeps/translator_budget.py                # the configurations below, seeds 0 1
+    python book/sweeps/translator_budget.py --configs 96:2:4e-3:50:linear:0 --seeds 0 1 2
 
 Each run is a fresh process on one thread: ``train_translator`` on the generated corpus with
 the paper recipe (``TRAIN_DEFAULTS``) changed to ``BATCH:EPOCHS:PEAK:WARMUP[:DECAY[:DROPOUT]]``
