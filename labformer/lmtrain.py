@@ -11,7 +11,10 @@ scored on consecutive windows that do not overlap, so every held-out token is co
 * :func:`perplexity`: exp of the mean next-token cross-entropy on held-out text;
 * :func:`ngram_perplexity`: the unigram and bigram baselines on the same tokens;
 * :data:`BLOCKS` and :func:`block_config`: the 2017 block and each modern switch, for the
-  chapter and for ``tests/lm_sweep.py``, which trains them all for seeds fixed in advance.
+  chapter and for ``book/sweeps/lm_sweep.py``, which trains them all for seeds fixed in advance;
+* for ``labformer lm`` (any text, one step at a time, resumable, data-parallel):
+  :func:`batch_starts`, :func:`windows_at`, :func:`lm_step`, :func:`held_out_loss`,
+  :func:`generate`, and :func:`tokenizer_state` / :func:`tokenizer_from_state`.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ from .data.bpe import BPE
 from .lm import LanguageModel, LanguageModelConfig
 
 __all__ = ["TextData", "text_data", "train_language_model", "perplexity", "ngram_perplexity",
-           "BLOCKS", "block_config", "LMTrainConfig"]
+           "BLOCKS", "block_config", "LMTrainConfig", "tokenizer_state", "tokenizer_from_state",
+           "batch_starts", "windows_at", "lm_step", "held_out_loss", "generate"]
 
 
 @dataclass(frozen=True)
@@ -197,3 +201,127 @@ def block_config(name: str, vocab_size: int, *, d_model: int = 64, num_heads: in
     width = round(2 * d_ff / 3) if switches.get("ffn") == "swiglu" else d_ff
     return LanguageModelConfig(vocab_size, d_model, num_heads, num_layers, width, max_len,
                                **switches)
+
+
+# --- Training on any text: what `labformer lm train` runs, one step at a time -------------------
+
+
+def tokenizer_state(tokenizer: BPE | Any) -> dict[str, Any]:
+    """What a checkpoint stores of a tokenizer: ``{"kind": "bpe", "merges": [[a, b], ...]}`` or
+    ``{"kind": "char", "chars": "..."}`` (a :class:`~labformer.data.text_corpus.CharTokenizer`)."""
+    from .data.text_corpus import CharTokenizer
+
+    if isinstance(tokenizer, BPE):
+        return {"kind": "bpe", "merges": [list(pair) for pair in tokenizer.merges]}
+    if isinstance(tokenizer, CharTokenizer):
+        return {"kind": "char", "chars": "".join(tokenizer.chars)}
+    raise TypeError(f"no stored form for a {type(tokenizer).__name__}")
+
+
+def tokenizer_from_state(state: dict[str, Any]) -> Any:
+    """The tokenizer that :func:`tokenizer_state` stored (a BPE or a CharTokenizer)."""
+    from .data.text_corpus import CharTokenizer
+
+    kind = state.get("kind") if isinstance(state, dict) else None
+    if kind == "bpe":
+        return BPE((int(a), int(b)) for a, b in state["merges"])
+    if kind == "char":
+        return CharTokenizer(state["chars"])
+    raise ValueError(f"unknown tokenizer {kind!r} (this version reads 'bpe' and 'char')")
+
+
+def batch_starts(generator: torch.Generator, stream_len: int, length: int, batch_size: int,
+                 rank: int = 0, world: int = 1) -> list[int]:
+    """Where this rank's ``batch_size`` windows of ``length + 1`` tokens start: every rank
+    draws the starts of the whole batch (``world * batch_size``, from generators in the same
+    state) and keeps its own slice, so ``world`` processes see, together, the windows that one
+    process with ``world`` times the batch would see."""
+    last = stream_len - length - 1
+    if last < 0:
+        raise ValueError(f"a stream of {stream_len} tokens holds no window of {length + 1}")
+    starts = torch.randint(0, last + 1, (world * batch_size,), generator=generator).tolist()
+    return starts[rank * batch_size:(rank + 1) * batch_size]
+
+
+def windows_at(stream: Tensor, starts: Sequence[int], length: int) -> Tensor:
+    """The windows ``stream[s : s + length + 1]`` for each start: (len(starts), length + 1)."""
+    return torch.stack([stream[s:s + length + 1] for s in starts])
+
+
+def lm_step(model: LanguageModel, opt: torch.optim.Optimizer, windows: Tensor,
+            train: LMTrainConfig, step: int, world: int = 1) -> float:
+    """One AdamW step of ``train``'s schedule on ``windows`` (B, length + 1); returns the mean
+    next-token loss of the step. Under torch.distributed (``world`` > 1) the gradients and the
+    loss are averaged over the ranks, each holding a batch of the same size: the step of one
+    process with the ranks' windows together."""
+    for group in opt.param_groups:
+        group["lr"] = train.lr_at(step)
+    model.train()
+    loss = model.loss(windows)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()  # type: ignore[no-untyped-call]
+    logged = loss.detach().clone()
+    if world > 1:
+        import torch.distributed as dist
+
+        grads = [p.grad for p in model.parameters() if p.grad is not None]
+        flat = torch.cat([g.reshape(-1) for g in grads] + [logged.reshape(1)])
+        dist.all_reduce(flat)
+        flat /= world
+        offset = 0
+        for g in grads:
+            g.copy_(flat[offset:offset + g.numel()].view_as(g))
+            offset += g.numel()
+        logged = flat[-1]
+    torch.nn.utils.clip_grad_norm_(model.parameters(), train.clip)
+    opt.step()
+    value = float(logged)
+    if not math.isfinite(value):
+        raise FloatingPointError(f"the loss became {value} at step {step}")
+    return value
+
+
+@torch.no_grad()
+def held_out_loss(model: LanguageModel, stream: Tensor, length: int,
+                  max_windows: int = 64) -> float:
+    """Mean next-token loss (nats) on up to ``max_windows`` windows of ``stream`` that do not
+    overlap, spread evenly over it (all of them when there are fewer): a quick, fixed
+    validation score to print during training. :func:`perplexity` scores every window."""
+    windows = _windows(stream, length)  # (n, length + 1)
+    if windows.shape[0] > max_windows:
+        pick = torch.linspace(0, windows.shape[0] - 1, max_windows).round().long()
+        windows = windows[pick]
+    was_training = model.training
+    model.eval()
+    total = 0.0
+    for chunk in torch.split(windows, 64):
+        total += float(model.loss(chunk)) * chunk.shape[0]
+    model.train(was_training)
+    return total / windows.shape[0]
+
+
+@torch.no_grad()
+def generate(model: LanguageModel, prompt: Sequence[int], max_new_tokens: int, *,
+             temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
+             generator: torch.Generator | None = None) -> list[int]:
+    """``prompt`` followed by ``max_new_tokens`` sampled tokens, as long as asked for: when
+    the text outgrows the model's ``max_len``, sampling goes on from its last ``max_len // 2``
+    tokens (a sliding context, with the KV cache inside each stretch). The same generator
+    state gives the same tokens."""
+    from .sampling import sample
+
+    if not prompt:
+        raise ValueError("the prompt holds no token")
+    max_len = model.config.max_len
+    if max_len < 2:
+        raise ValueError(f"a model of max_len {max_len} has no room for a context")
+    out = list(prompt)
+    model.eval()
+    while max_new_tokens > 0:
+        context = out[-(max_len // 2):] if len(out) >= max_len else out
+        take = min(max_new_tokens, max_len - len(context))
+        rows = sample(model, torch.tensor([context]), take, temperature=temperature,
+                      top_k=top_k, top_p=top_p, generator=generator)
+        out += rows[0, len(context):].tolist()
+        max_new_tokens -= take
+    return out

@@ -6,6 +6,7 @@
     labformer translate "je suis étudiant"    # greedy, or --beam 4; no sentence: stdin lines
     labformer evaluate --split test           # BLEU, chrF and exact match
     labformer export --out site/_static       # the model file the book's live page loads
+    labformer lm train --text FILE --out M.pt # a small GPT on any UTF-8 text (see .lm)
 
 One module per command (``corpus``, ``train``, ``translate``, ``evaluate``, ``export``), each
 with its ``add_parser`` and ``run``; ``runs`` keeps a training run's files (side file, lock, log,
@@ -23,12 +24,12 @@ asked (--resume, --overwrite) and only once the new run has finished (see :mod:`
 
 Every command that writes a file refuses one of another kind and writes through a side file
 in the same folder, renamed into place when complete, so a full disk or a signal leaves the
-old file as it was: ``evaluate --output`` replaces only text without tabs (an earlier output),
-never a pairs file, a checkpoint or an input; ``export --out`` replaces only a model file it
-wrote. FIFOs, devices and directories are named as such without being opened. Checkpoints
-store a SHA-256 of their weights and of their training state, checked on every load (and
-export): a damaged file is refused in one line; a file from before the checksums loads with
-a warning. --threads is 1 to the machine's CPU count.
+old file as it was: ``evaluate --output`` replaces only a file it wrote (marked with an
+extended attribute) or an empty one, never any other file or an input; ``export --out``
+replaces only a model file it wrote. FIFOs, devices and directories are named as such without
+being opened. Checkpoints store a SHA-256 of every entry (weights, vocabularies,
+configuration, training state), checked on every load (and export): a changed file is
+refused in one line naming what differs. --threads is 1 to the machine's CPU count.
 ``translate`` carries numbers, clock times and words the model never saw over to the output
 (labformer.app.carry), translates a line of several sentences sentence by sentence, and a line it
 cannot translate gives an empty line and a warning with its line number, while the others go
@@ -45,11 +46,11 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 
-from labformer.app.cli import corpus, evaluate, export, translate
+from labformer.app.cli import corpus, evaluate, export, lm, translate
 from labformer.app.cli import train as train_command
 from labformer.app.cli.common import CLIError, Terminated, note, os_sentence, threads
 from labformer.app.cli.runs import sigterm_as_interrupt
-from labformer.app.cli.train import split_pairs as _split_pairs  # noqa: F401 - tests/train_everyday.py uses it
+from labformer.app.cli.train import split_pairs as _split_pairs  # noqa: F401 - book/sweeps/train_everyday.py uses it
 from labformer.app.cli.train import verdict as _verdict  # noqa: F401 - the tests call it with stubs
 
 __all__ = ["COMMANDS", "CLIError", "main"]
@@ -61,6 +62,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "translate": translate.run,
     "evaluate": evaluate.run,
     "export": export.run,
+    "lm": lm.run,
 }
 
 
@@ -94,6 +96,7 @@ def _parser() -> argparse.ArgumentParser:
     translate.add_parser(sub, [threads_option])
     evaluate.add_parser(sub, [threads_option, columns])
     export.add_parser(sub, [])
+    lm.add_parser(sub, [threads_option])
     return parser
 
 
