@@ -17,8 +17,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
 HIDDEN = {"hide-input", "remove-input", "remove-cell", "hide-cell"}
-#: Visible code lines the whole book may show; 2,668 when this test was written.
-MAX_VISIBLE_LINES = 2800
+#: Hidden code lines the book may hold per visible one: the page shows the code a chapter
+#: teaches, the checks and the plumbing stay collapsed or move into labformer.book. A ratchet:
+#: 3.06 when the cap on visible lines gave way to this one, 2.23 after the first pass; the
+#: target is 2.0. Lower it as plumbing leaves the chapters, never raise it.
+MAX_HIDDEN_PER_VISIBLE = 2.25
+TARGET_HIDDEN_PER_VISIBLE = 2.0
+#: A line of checking or plumbing code: an assert, a claim checked or noted, a value glued
+#: for the prose, a sweep's check. The exercises' own ``exercises.check(...)`` is the
+#: reader's, and stays in view.
+PLUMBING = re.compile(r"^\s*assert\b|\bglue\(|\bev\.(check|note)\(|\bevidence\(|"
+                      r"\bSWEEP\.check\(|\.verify\(\)")
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
@@ -52,17 +61,54 @@ def _toggle_words() -> dict[str, str]:
     return _book_extension().TOGGLE_WORDS["zh_CN"]
 
 
-def test_visible_code_stays_within_the_budget() -> None:
-    visible = [(_lines(cell), name, n) for name, n, cell in _code_cells()
-               if not _tags(cell) & HIDDEN]
-    total = sum(lines for lines, *_ in visible)
-    largest = ", ".join(f"{name} cell {n} ({lines} lines)"
-                        for lines, name, n in sorted(visible, reverse=True)[:5])
-    assert total > 1000, "the count found no code"
-    assert total <= MAX_VISIBLE_LINES, (
-        f"{total} visible code lines in the book, more than {MAX_VISIBLE_LINES}: collapse "
-        f"plumbing (tag hide-input, with a code_prompt_show). The largest visible cells: "
-        f"{largest}")
+def _visible(cell: dict) -> bool:
+    return not _tags(cell) & HIDDEN
+
+
+def test_no_check_or_plumbing_line_is_in_view() -> None:
+    """What a reader sees of a chapter's code is what it teaches: every assert, claim, glue
+    and sweep check sits in a collapsed cell."""
+    found = [f"{name}:{n}:{k} {line.strip()}"
+             for name, n, cell in _code_cells() if _visible(cell)
+             for k, line in enumerate("".join(cell["source"]).splitlines(), start=1)
+             if PLUMBING.search(line)]
+    assert not found, ("checks or plumbing in view (chapter:cell:line); move them into a "
+                       "collapsed cell:\n" + "\n".join(found))
+
+
+def test_the_pattern_finds_plumbing() -> None:
+    for line in ("assert x", "    assert ev.check('a', True)", 'glue("ch1_x", x)',
+                 "with evidence() as ev:", "ev.note('n')", 'SWEEP.check(ev, "c", "n", 1)'):
+        assert PLUMBING.search(line), line
+    for line in ('exercises.check("attention", my_attention)', "glued = 1",
+                 "# assert nothing", "evidence_of = 2"):
+        assert not PLUMBING.search(line), line
+
+
+def test_hidden_code_stays_within_its_ratio_to_the_visible() -> None:
+    """The book shows the code it teaches: the collapsed code (checks, figures, plumbing,
+    solutions, imports) is at most MAX_HIDDEN_PER_VISIBLE times the code in view (the target:
+    TARGET_HIDDEN_PER_VISIBLE)."""
+    visible = hidden = 0
+    per_chapter: dict[str, list[int]] = {}
+    for name, _, cell in _code_cells():
+        counts = per_chapter.setdefault(name, [0, 0])
+        if _visible(cell):
+            visible += _lines(cell)
+            counts[0] += _lines(cell)
+        else:
+            hidden += _lines(cell)
+            counts[1] += _lines(cell)
+    print(f"{visible} visible and {hidden} hidden code lines: {hidden / visible:.2f} "
+          f"hidden per visible (cap {MAX_HIDDEN_PER_VISIBLE:g}, target "
+          f"{TARGET_HIDDEN_PER_VISIBLE:g})")
+    assert visible > 1000, "the count found no code"
+    most = ", ".join(f"{name} ({h} hidden, {v} visible)" for name, (v, h) in sorted(
+        per_chapter.items(), key=lambda kv: kv[1][1] / max(kv[1][0], 1), reverse=True)[:4])
+    assert hidden <= MAX_HIDDEN_PER_VISIBLE * visible, (
+        f"{hidden} hidden code lines against {visible} visible ({hidden / visible:.2f} to 1, "
+        f"at most {MAX_HIDDEN_PER_VISIBLE:g}): show the code a chapter teaches, move "
+        f"plumbing into labformer.book. Most hidden per visible: {most}")
 
 
 def test_import_cells_are_collapsed_as_imports() -> None:
@@ -148,7 +194,7 @@ def _strip(text: str) -> str:
     tool = _cell_metadata()
     exe = Path(sys.executable).parent / tool.STRIP[0]
     done = subprocess.run([str(exe), *tool.STRIP[1:], "-t"], input=text, capture_output=True,
-                          text=True, check=True)
+                          text=True, check=True, cwd=ROOT)
     return done.stdout
 
 
