@@ -16,12 +16,13 @@ LABFORMER_HASH = $(shell find labformer book/data -type f -not -path '*/__pycach
 BOOK_KEY = $(LABFORMER_HASH) seed=$(LABFORMER_SEED) cpu=$(ATEN_CPU_CAPABILITY) \
            zh-font=$(if $(wildcard $(CJK_FONT)),yes,no)
 
-.PHONY: help venv book translations test lint test-robust test-notebooks test-mutants lab bench browser \
+.PHONY: help venv book translations test unit lint test-robust test-notebooks test-mutants lab bench browser \
         clean
 
 help:
 	@echo "make book   build the HTML book into _build/html (English) and _build/html/zh (中文)"
 	@echo "make test   lint, the book (every notebook executed), unit tests, the book in a browser"
+	@echo "make unit   the library's tests only (tests/library), under a minute"
 	@echo "make test-notebooks  every notebook under nbval, with LABFORMER_SEED / ATEN_CPU_CAPABILITY"
 	@echo "make test-robust     every notebook under nbval for several seeds and CPU kernel settings"
 	@echo "                     (SEEDS=N: N fresh random seeds)"
@@ -30,19 +31,41 @@ help:
 	@echo "make translations  update the Chinese catalogues after an English change"
 	@echo "make bench  benchmarks against PyTorch's own modules (writes bench/results.md)"
 
-$(STAMP): requirements.txt pyproject.toml
+# The venv is installed from requirements.lock: every package it holds, transitive ones too, at
+# an exact version, with --no-deps so that pip resolves nothing of its own (tests/book/
+# test_lock.py fails when the venv and the lock differ). requirements.txt is the short list a
+# person edits; `make lock` installs it and writes the lock from the venv it gives.
+$(STAMP): requirements.txt requirements.lock pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@echo "Installing the pinned requirements into $(VENV) ..."
+	@echo "Installing the locked requirements into $(VENV) ..."
+	@set -o pipefail; $(PY) -m pip install --quiet --disable-pip-version-check --no-deps \
+	  -r requirements.lock 2>&1 | { grep -v "is ignored: it is neither" || true; }
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	@touch $(STAMP)
+
+# After an edit to requirements.txt: install it (pip resolves the new versions), then write
+# every package the venv holds into requirements.lock (pip freeze; labformer itself, installed
+# editable, is left out). torch is written without its local label (2.13.0, not 2.13.0+cpu):
+# pip takes the CPU build from the CPU index or a local wheel, as requirements.txt says. No
+# hashes: pip freeze writes none, and the CPU wheel's hash differs between its sources.
+.PHONY: lock
+lock:
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@set -o pipefail; $(PY) -m pip install --quiet --disable-pip-version-check \
 	  -r requirements.txt 2>&1 | { grep -v "is ignored: it is neither" || true; }
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	@{ echo "# Every package of .venv at its exact version (make lock writes this file from"; \
+	   echo "# requirements.txt; make installs it with pip install --no-deps -r requirements.lock)."; \
+	   $(PY) -m pip freeze --all --exclude-editable --disable-pip-version-check \
+	     | grep -v '^#' | sed -E 's/^(torch==[^+]*)\+cpu$$/\1/'; } > requirements.lock.tmp
+	@mv requirements.lock.tmp requirements.lock
 	@touch $(STAMP)
+	@echo "requirements.lock: $$(grep -vc '^#' requirements.lock) packages"
 
 # The git filter that keeps outputs out of git (.gitattributes applies it to the chapters): a
 # learner who runs and saves a chapter keeps the outputs in their file, and `git status` stays
 # clean. Its command is book/_ext/cell_metadata.py's STRIP. Outside a git checkout: nothing.
-NBSTRIP := $(CURDIR)/$(VENV)/bin/nbstripout --keep-id --extra-keys \
-           'cell.metadata.user_expressions metadata.language_info'
+NBSTRIP := $(CURDIR)/$(VENV)/bin/python $(CURDIR)/book/_ext/cell_metadata.py clean
 # JupyterLab starts a chapter's kernel without asking which one, and renders every cell of a
 # chapter (no windowing: the prose's values are filled in everywhere, not only in view), in the
 # venv's settings overrides.
@@ -145,7 +168,7 @@ test:
 # The chapters' code lines fit the book's code boxes: 80 columns (a 1024 px screen shows 86).
 # The workflow for forks and the citation file are checked against their schemas (offline).
 lint: venv
-	$(VENV)/bin/ruff check labformer tests bench book/_ext
+	$(VENV)/bin/ruff check labformer tests bench book/_ext book/sweeps
 	$(VENV)/bin/ruff check --select E501 --line-length 80 book/*.ipynb
 	$(VENV)/bin/mypy
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
@@ -162,6 +185,11 @@ test-robust: venv
 test-mutants: venv
 	$(PY) tests/mutants.py
 
+# The library's own tests (tests/library: attention, masks, layers, decoding, data, training),
+# on $(JOBS) workers: under a minute, the loop to run while changing the model.
+unit: venv
+	$(PY) -m pytest tests/library -n $(JOBS) -q
+
 # Every notebook under nbval, once, with the seed and CPU kernels of the environment, e.g.
 # LABFORMER_SEED=2 ATEN_CPU_CAPABILITY=avx2 make test-notebooks
 test-notebooks: venv
@@ -177,13 +205,33 @@ LAB_ARGS ?=
 LAB_CONFIG := $(CURDIR)/$(VENV)/etc/labformer-lab
 lab: venv
 	@mkdir -p $(LAB_CONFIG)/custom && cp book/_ext/lab/custom.css $(LAB_CONFIG)/custom/custom.css
-	JUPYTER_CONFIG_PATH="$${JUPYTER_CONFIG_DIR:-$$HOME/.jupyter}$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" \
+	JUPYTER_CONFIG_PATH="$(CURDIR)/book/_ext/lab:$${JUPYTER_CONFIG_DIR:-$$HOME/.jupyter}$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" \
 	  JUPYTER_CONFIG_DIR=$(LAB_CONFIG) \
 	  $(VENV)/bin/jupyter lab --notebook-dir=book $(if $(filter 0,$(shell id -u)),--allow-root) \
 	  --custom-css $(LAB_ARGS)
 
+# The benchmarks' Hugging Face peer (bench/lm.py: transformers.GPT2LMHeadModel) is a bench-only
+# dependency: requirements-bench.lock, installed with --no-deps into a second venv, .venv-bench,
+# that reads everything else (torch, numpy, labformer) from .venv through a .pth file; .venv
+# itself stays exactly requirements.lock. When the install fails (no registry), the benchmarks
+# run in .venv and the GPT-2 row says "not installed". HF_HUB_OFFLINE: nothing is downloaded.
+BENCH_VENV := .venv-bench
+BENCH_STAMP := $(BENCH_VENV)/.installed
+$(BENCH_STAMP): requirements-bench.lock $(STAMP)
+	@rm -rf $(BENCH_VENV) && $(PY) -m venv $(BENCH_VENV)
+	@echo "Installing requirements-bench.lock (transformers) into $(BENCH_VENV) ..."
+	@set -o pipefail; $(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+	  --no-deps -r requirements-bench.lock 2>&1 | { grep -v "is ignored: it is neither" || true; }
+	@purelib='import sysconfig; print(sysconfig.get_paths()["purelib"])'; \
+	  echo "import site; site.addsitedir('$$($(PY) -c "$$purelib")')" \
+	    > "$$($(BENCH_VENV)/bin/python -c "$$purelib")/labformer-venv.pth"
+	@touch $(BENCH_STAMP)
+
 bench: venv
-	$(PY) -m bench
+	@$(MAKE) --no-print-directory $(BENCH_STAMP) || echo "make bench: requirements-bench.lock" \
+	  "did not install; the Hugging Face peer will say \"not installed\"" >&2
+	@if [ -f $(BENCH_STAMP) ]; then py=$(BENCH_VENV)/bin/python; else py=$(PY); fi; \
+	  echo "HF_HUB_OFFLINE=1 $$py -m bench"; HF_HUB_OFFLINE=1 $$py -m bench
 
 clean:
 	rm -rf _build .pytest_cache .coverage

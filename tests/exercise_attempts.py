@@ -78,6 +78,15 @@ def attention_naive_exp(q: Tensor, k: Tensor, v: Tensor,
     return weights @ v, weights
 
 
+def attention_k_dot_T(q: Tensor, k: Tensor, v: Tensor,
+                      mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    scores = q @ k.T / math.sqrt(q.shape[-1])  # .T reverses every axis of a batch
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
 def attention_mask_after_softmax(q: Tensor, k: Tensor, v: Tensor,
                                  mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
     weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
@@ -422,7 +431,8 @@ def greedy_same_prefix(step: Step, bos_id: int, eos_id: int, max_len: int) -> li
 
 def _beam(step: Step, bos_id: int, eos_id: int, beam_size: int, max_len: int, alpha: float,
           *, rank: str = "sum", penalty_counts_eos: bool = True, eos_finishes: bool = True,
-          return_from: str = "all") -> list[int]:
+          return_from: str = "all", per_parent: bool = False,
+          finished_in_beam: bool = False) -> list[int]:
     """Beam search as the exercise states it; the keyword switches plant the mistakes."""
     alive: list[tuple[list[int], float, float]] = [([], 0.0, 0.0)]  # tokens, log p, last
     finished: list[tuple[list[int], float, float]] = []
@@ -430,9 +440,15 @@ def _beam(step: Step, bos_id: int, eos_id: int, beam_size: int, max_len: int, al
         cands = []
         for tokens, lp, _last in alive:
             log_p = step([bos_id, *tokens]).tolist()
-            cands += [(tokens + [t], lp + x, x) for t, x in enumerate(log_p)]
+            children = [(tokens + [t], lp + x, x) for t, x in enumerate(log_p)]
+            if per_parent:  # the best children of each parent, no pruning across parents
+                children = sorted(children, key=lambda c: c[1], reverse=True)[:beam_size]
+            cands += children
+        if finished_in_beam:  # finished hypotheses stay in the beam, taking slots
+            cands += finished
+            finished = []
         cands.sort(key=lambda c: c[1] if rank == "sum" else c[2], reverse=True)
-        kept = cands[:beam_size]
+        kept = cands if per_parent else cands[:beam_size]
         if eos_finishes:
             finished += [c for c in kept if c[0][-1] == eos_id]
             alive = [c for c in kept if c[0][-1] != eos_id]
@@ -472,6 +488,16 @@ def beam_penalty_without_eos(step: Step, bos_id: int, eos_id: int, beam_size: in
 def beam_extends_finished(step: Step, bos_id: int, eos_id: int, beam_size: int, max_len: int,
                           alpha: float) -> list[int]:
     return _beam(step, bos_id, eos_id, beam_size, max_len, alpha, eos_finishes=False)
+
+
+def beam_per_parent(step: Step, bos_id: int, eos_id: int, beam_size: int, max_len: int,
+                    alpha: float) -> list[int]:
+    return _beam(step, bos_id, eos_id, beam_size, max_len, alpha, per_parent=True)
+
+
+def beam_finished_take_slots(step: Step, bos_id: int, eos_id: int, beam_size: int,
+                             max_len: int, alpha: float) -> list[int]:
+    return _beam(step, bos_id, eos_id, beam_size, max_len, alpha, finished_in_beam=True)
 
 
 def beam_forgets_finished(step: Step, bos_id: int, eos_id: int, beam_size: int,
@@ -568,6 +594,8 @@ class Decoder(nn.Module):
     residual_ffn = True
     cross_on_memory = True
     cross_first = False
+    cross_mask = "memory_mask"  # the mask the cross-attention gets
+    self_mask = "tgt_mask"  # the mask the self-attention gets
 
     def __init__(self, d_model: int, num_heads: int, d_ff: int) -> None:
         super().__init__()
@@ -580,8 +608,9 @@ class Decoder(nn.Module):
 
     def forward(self, x: Tensor, memory: Tensor, tgt_mask: Tensor | None = None,
                 memory_mask: Tensor | None = None) -> Tensor:
-        t_mask = tgt_mask if self.use_tgt_mask else None
-        m_mask = memory_mask if self.use_memory_mask else None
+        given = {"tgt_mask": tgt_mask, "memory_mask": memory_mask}
+        t_mask = given[self.self_mask] if self.use_tgt_mask else None
+        m_mask = given[self.cross_mask] if self.use_memory_mask else None
 
         def self_block(y: Tensor) -> Tensor:
             return self.sublayer1(y, lambda z: self.self_attn(z, z, z, t_mask), self.pre_ln)
@@ -617,6 +646,14 @@ class DecoderCrossFirst(Decoder):
 
 class DecoderIgnoresMemoryMask(Decoder):
     use_memory_mask = False
+
+
+class DecoderCrossGetsTgtMask(Decoder):
+    cross_mask = "tgt_mask"
+
+
+class DecoderMasksSwapped(Decoder):
+    cross_mask, self_mask = "tgt_mask", "memory_mask"
 
 
 # ------------------------------------------------------------------------ the language model
@@ -686,6 +723,19 @@ def top_k_filter_ties_kept(logits: Tensor, k: int) -> Tensor:
     return logits.masked_fill(logits < kth, float("-inf")).softmax(-1)
 
 
+def top_k_filter_nanogpt(logits: Tensor, k: int) -> Tensor:
+    """nanoGPT's sampling step: -inf below the k-th value, written into the logits in place."""
+    v, _ = torch.topk(logits, min(k, logits.size(-1)))
+    logits[logits < v[..., [-1]]] = -float("inf")
+    return torch.softmax(logits, dim=-1)
+
+
+def top_k_filter_nanogpt_k_plus_one(logits: Tensor, k: int) -> Tensor:
+    """nanoGPT's -inf, with another bug: the threshold at the (k + 1)-th value."""
+    v, _ = torch.topk(logits, min(k + 1, logits.size(-1)))
+    return logits.masked_fill(logits < v[..., [-1]], -float("inf")).softmax(-1)
+
+
 # ------------------------------------------------------------------------------- the lists
 
 
@@ -727,6 +777,8 @@ WRONG: list[Wrong] = [
           "attention.stable"),
     Wrong("attention", "mask applied after the softmax", attention_mask_after_softmax,
           "attention.rows_sum_to_one"),
+    Wrong("attention", "k.T on a batch (raises in the reader's line)", attention_k_dot_T,
+          "raised"),
     Wrong("causal_mask", "upper triangle", causal_mask_upper, "causal_mask.causal"),
     Wrong("causal_mask", "diagonal left out", causal_mask_no_diagonal, "causal_mask.causal"),
     Wrong("causal_mask", "a float mask", causal_mask_float, "dtype"),
@@ -787,13 +839,17 @@ WRONG: list[Wrong] = [
     Wrong("beam_search", "ranks by the last token's log-probability", beam_ranks_last_token,
           "beam_search.pool"),
     Wrong("beam_search", "no length penalty", beam_no_length_penalty,
-          "beam_search.final_choice"),
+          "beam_search.length_penalty"),
     Wrong("beam_search", "length penalty without EOS in L", beam_penalty_without_eos,
-          "beam_search.final_choice"),
+          "beam_search.eos_in_length"),
+    Wrong("beam_search", "the best beam_size children of each parent, no global pruning",
+          beam_per_parent, "beam_search.per_parent"),
+    Wrong("beam_search", "finished hypotheses take beam slots", beam_finished_take_slots,
+          "beam_search.finished_slots"),
     Wrong("beam_search", "extends hypotheses that ended with EOS", beam_extends_finished,
           "beam_search.eos_ends"),
     Wrong("beam_search", "returns the best alive hypothesis, forgetting the finished",
-          beam_forgets_finished, "beam_search.final_choice"),
+          beam_forgets_finished, "beam_search.forgets_finished"),
     Wrong("encoder_layer", "Pre-LN instead of Post-LN", EncoderPreLN, "post_ln"),
     Wrong("encoder_layer", "no residual around self-attention", EncoderNoResidual, "residual"),
     Wrong("encoder_layer", "mask ignored", EncoderIgnoresMask, "encoder_layer.mask"),
@@ -812,6 +868,10 @@ WRONG: list[Wrong] = [
           "decoder_layer.matches"),
     Wrong("decoder_layer", "memory_mask ignored", DecoderIgnoresMemoryMask,
           "decoder_layer.memory_mask"),
+    Wrong("decoder_layer", "tgt_mask passed to the cross-attention", DecoderCrossGetsTgtMask,
+          "decoder_layer.cross_mask"),
+    Wrong("decoder_layer", "tgt_mask and memory_mask swapped", DecoderMasksSwapped,
+          "decoder_layer.cross_mask"),
     Wrong("lm_causal_mask", "the first T rows, not the last", lm_causal_mask_first_rows,
           "lm_causal_mask.offset"),
     Wrong("lm_causal_mask", "off by one: each position sees the next", lm_causal_mask_off_by_one,
@@ -824,9 +884,13 @@ WRONG: list[Wrong] = [
     Wrong("top_k_filter", "keeps the k least probable", top_k_filter_least_probable,
           "top_k_filter.most_probable"),
     Wrong("top_k_filter", "dropped logits set to 0, not -inf", top_k_filter_zero_logits,
-          "top_k_filter.count"),
+          "top_k_filter.zero_logits"),
     Wrong("top_k_filter", "ties broken towards the larger id", top_k_filter_larger_id_first,
           "top_k_filter.ties"),
     Wrong("top_k_filter", "every token tied with the k-th kept", top_k_filter_ties_kept,
-          "top_k_filter.count"),
+          "top_k_filter.ties_kept"),
+    Wrong("top_k_filter", "nanoGPT-style: -inf below the k-th value, in place (ties kept)",
+          top_k_filter_nanogpt, "top_k_filter.ties_kept"),
+    Wrong("top_k_filter", "nanoGPT-style -inf, threshold at the (k + 1)-th value",
+          top_k_filter_nanogpt_k_plus_one, "top_k_filter.count"),
 ]

@@ -127,8 +127,8 @@ MUTANTS: list[Mutant] = [
            "train(net, batches[steps:], linear_config(setting, steps),"),
     Mutant("scale-noop", "scale_scores=False still divides by sqrt(d_k)", "13_ablations",
            "layers.py",
-           '"scale": None if scale_scores else 1.0}',
-           '"scale": None}'),
+           "scale=None if scale_scores else 1.0,",
+           "scale=None,"),
     Mutant("warmup-anyway", "a schedule without warm-up warms up all the same", "13_ablations",
            "train.py",
            "rise = step / warmup_steps if warmup else 1.0",
@@ -153,11 +153,11 @@ MUTANTS: list[Mutant] = [
            "token = log_p.argmax(dim=-1)  # (B,)",
            "token = log_p.argmin(dim=-1)  # (B,)"),
     Mutant("flags-unsure-and", "a translation is flagged as unsure only when both its least "
-           "and its mean token probability are low", "12_own_pairs", "carry.py",
+           "and its mean token probability are low", "12_own_pairs", "app/carry.py",
            "if score < low_score or least < low_token:",
            "if score < low_score and least < low_token:"),
     Mutant("flags-lost", "a source word that could not be carried over does not flag the "
-           "translation", "12_own_pairs", "carry.py",
+           "translation", "12_own_pairs", "app/carry.py",
            "        if c.lost:\n            reasons.append(",
            "        if c.lost and not c.text:\n            reasons.append("),
     # The chapters' exercises: each mutant breaks the book's own solution (or chapter 7's
@@ -225,7 +225,7 @@ MUTANTS: list[Mutant] = [
            "key=lambda p: self.ranks.get(p, len(self.vocab)))",
            "key=lambda p: -self.ranks.get(p, -1))"),
     Mutant("rope-values", "rotary positions rotate the values too", "15_language_model",
-           "multihead.py",
+           "modern.py",
            "q, k = self.rotary(q, offset), self.rotary(k, offset)",
            "q, k, v = self.rotary(q, offset), self.rotary(k, offset), self.rotary(v, offset)"),
     Mutant("solution-lm-mask-first-rows", "the book's language-model mask takes the first T "
@@ -366,7 +366,7 @@ def grade_attempts() -> int:
         failures.append(f"{w.exercise}, {w.mistake}: not rejected")
     for name, attempt in exercise_attempts.RIGHT.items():
         try:
-            if not exercises.check(name, attempt, quiet=True):
+            if not exercises.passes(name, attempt, quiet=True):
                 failures.append(f"{name}, the right attempt: graded as not attempted")
         except Exception as err:
             first = str(err).splitlines()[0] if str(err) else type(err).__name__

@@ -6,10 +6,13 @@ tests/mutants.py (make test-mutants) grades the same wrong attempts and prints t
 
 from __future__ import annotations
 
+import inspect
 import math
+import re
 import string
 import sys
 import time
+import warnings
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -19,6 +22,7 @@ import torch
 from torch import Tensor, nn
 
 from labformer.book import exercises
+from labformer.book.exercises import graders
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import exercise_attempts as attempts  # noqa: E402
@@ -35,6 +39,13 @@ def _mismatch(name: str, attempt: Any, lang: str | None = None) -> exercises.Mis
     return info.value
 
 
+@pytest.fixture(autouse=True)
+def _no_transpose_warning():
+    with warnings.catch_warnings():  # attention_k_dot_T's x.T on a batch, on purpose
+        warnings.filterwarnings("ignore", message="The use of `x.T`", category=UserWarning)
+        yield
+
+
 def test_names_are_the_issues_and_every_one_has_attempts():
     assert exercises.NAMES == ISSUE_NAMES
     assert set(attempts.RIGHT) == set(exercises.NAMES)
@@ -45,7 +56,8 @@ def test_names_are_the_issues_and_every_one_has_attempts():
 
 @pytest.mark.parametrize("name", ISSUE_NAMES)
 def test_a_right_attempt_passes(name, capsys):
-    assert exercises.check(name, attempts.RIGHT[name]) is True
+    assert exercises.check(name, attempts.RIGHT[name]) is None  # no Out: line in a notebook
+    assert exercises.passes(name, attempts.RIGHT[name], quiet=True) is True
     line = capsys.readouterr().out.strip()
     assert line.startswith(f"✓ {name}: all ") and line.endswith(" checks passed.")
     assert int(line.split("all ")[1].split()[0]) >= 10  # many checks, not one fixed input
@@ -63,15 +75,18 @@ def test_a_classic_mistake_is_rejected_with_its_property(wrong):
     assert lines[0].startswith(f"{wrong.exercise}: ") and sentence in lines[0]
     assert lines[0].endswith(".")
     assert lines[1].startswith("  input:") and len(lines[1]) > len("  input:  ") + 2
-    assert any(ln.startswith("  expected:") for ln in lines)
-    assert any(ln.startswith("  got:") for ln in lines)
+    if wrong.property == "raised":  # the reader's code raised: the reader's line is shown
+        assert lines[-1].startswith("  your line: ") and ", line " in lines[-1], str(err)
+    else:
+        assert any(ln.startswith("  expected:") for ln in lines)
+        assert any(ln.startswith("  got:") for ln in lines)
 
 
 def test_every_wrong_attempt_also_fails_in_chinese():
     for wrong in attempts.WRONG:
         err = _mismatch(wrong.exercise, wrong.attempt, lang="zh")
         assert err.property == wrong.property
-        assert "输入：" in str(err), str(err)
+        assert exercises.MESSAGES["zh"]["input"] in str(err), str(err)
         first = str(err).splitlines()[0]
         assert any("\u4e00" <= c <= "\u9fff" for c in first), first
 
@@ -79,7 +94,7 @@ def test_every_wrong_attempt_also_fails_in_chinese():
 def test_total_grading_time_is_under_ten_seconds():
     start = time.perf_counter()
     for name in ISSUE_NAMES:
-        exercises.check(name, attempts.RIGHT[name], quiet=True)
+        exercises.passes(name, attempts.RIGHT[name], quiet=True)
     assert time.perf_counter() - start < 10.0
 
 
@@ -94,12 +109,13 @@ def test_a_stub_is_not_attempted_yet_rather_than_wrong(capsys):
 
     for name in ISSUE_NAMES:
         attempt = StubLayer if name.endswith(("layer", "multi_head_attention")) else stub
-        assert exercises.check(name, attempt) is False
+        assert exercises.passes(name, attempt) is False
         out = capsys.readouterr().out
         assert out.startswith(f"· {name}: not attempted yet"), out
-    assert exercises.check("attention", stub, lang="zh") is False
-    assert "尚未作答" in capsys.readouterr().out
-    assert exercises.check("attention", stub, quiet=True) is False
+    assert exercises.check("attention", stub, lang="zh") is None
+    zh = exercises.MESSAGES["zh"]
+    assert zh["not_attempted"].format(name="attention") in capsys.readouterr().out
+    assert exercises.passes("attention", stub, quiet=True) is False
     assert capsys.readouterr().out == ""
 
 
@@ -115,11 +131,12 @@ def test_the_language_comes_from_the_argument_or_the_environment(monkeypatch, ca
     monkeypatch.delenv("LABFORMER_LANG", raising=False)
     assert "True on and below" in str(_mismatch("causal_mask", wrong))
     monkeypatch.setenv("LABFORMER_LANG", "zh_CN")
-    assert "对角线" in str(_mismatch("causal_mask", wrong))
+    assert exercises.MESSAGES["zh"]["causal_mask.causal"] in str(_mismatch("causal_mask", wrong))
     assert "True on and below" in str(_mismatch("causal_mask", wrong, lang="en"))
     exercises.check("causal_mask", attempts.causal_mask)
-    assert "项检查通过" in capsys.readouterr().out
-    with pytest.raises(ValueError, match="没有名为"):
+    assert exercises.MESSAGES["zh"]["ok"].split("{n}")[1] in capsys.readouterr().out
+    unknown = exercises.MESSAGES["zh"]["unknown"].split("{")[0]
+    with pytest.raises(ValueError, match=re.escape(unknown)):
         exercises.check("nope", wrong)
 
 
@@ -141,6 +158,9 @@ def test_an_error_in_the_attempt_is_reported_as_such():
     assert err.property == "raised"
     assert "RuntimeError" in str(err).splitlines()[0]
     assert "q (2, 3, 4)" in str(err)
+    line = inspect.getsourcelines(broken)[1] + 1
+    assert str(err).splitlines()[-1] == \
+        f"  your line: broken, line {line}: return q.view(-1, 7)  # a shape that cannot be"
 
 
 def test_results_of_the_wrong_kind_are_named():
@@ -211,16 +231,16 @@ def test_other_right_forms_are_accepted():
                     tgt_mask: Tensor | None, memory_mask: Tensor | None) -> Tensor:
             return super().forward(x, memory, tgt_mask, memory_mask)
 
-    assert exercises.check("layer_norm", layer_norm_second_moment, quiet=True)
-    assert exercises.check("encoder_layer", EncoderMaskRequired, quiet=True)
-    assert exercises.check("decoder_layer", DecoderMasksRequired, quiet=True)
-    assert exercises.check("greedy_decode", greedy_tensor, quiet=True)
-    assert exercises.check("beam_search", beam_tuple, quiet=True)
-    assert exercises.check("label_smoothed_cross_entropy", fused_cross_entropy, quiet=True)
-    assert exercises.check("multi_head_attention", WithWeights, quiet=True)
-    assert exercises.check("attention", attention_list, quiet=True)
-    assert exercises.check("attention", attention_large_negative, quiet=True)
-    assert exercises.check("label_smoothed_cross_entropy", cross_entropy_float64, quiet=True)
+    assert exercises.passes("layer_norm", layer_norm_second_moment, quiet=True)
+    assert exercises.passes("encoder_layer", EncoderMaskRequired, quiet=True)
+    assert exercises.passes("decoder_layer", DecoderMasksRequired, quiet=True)
+    assert exercises.passes("greedy_decode", greedy_tensor, quiet=True)
+    assert exercises.passes("beam_search", beam_tuple, quiet=True)
+    assert exercises.passes("label_smoothed_cross_entropy", fused_cross_entropy, quiet=True)
+    assert exercises.passes("multi_head_attention", WithWeights, quiet=True)
+    assert exercises.passes("attention", attention_list, quiet=True)
+    assert exercises.passes("attention", attention_large_negative, quiet=True)
+    assert exercises.passes("label_smoothed_cross_entropy", cross_entropy_float64, quiet=True)
 
 
 def test_classes_that_do_not_fit_are_named():
@@ -288,15 +308,15 @@ def test_greedy_errors_that_fall_between_the_named_ones():
 
 def test_the_beam_cases_tell_the_rules_apart():
     """Each case can fail a mistake: beams beat greedy, and the length penalty matters."""
-    for seed, vocab, bos, eos, k, max_len, alpha, bias in exercises._BEAM_CASES:
-        step = exercises._StepTable(seed, vocab, bos, eos, bias, max_len, "beam_search", "")
-        ref = exercises._beam_reference(step, k, max_len, alpha)
+    for seed, vocab, bos, eos, k, max_len, alpha, bias in graders._BEAM_CASES:
+        step = graders._StepTable(seed, vocab, bos, eos, bias, max_len, "beam_search", "")
+        ref = graders._beam_reference(step, k, max_len, alpha)
         if k > 1:
-            assert ref.best != exercises._greedy_reference(step, max_len), seed
+            assert ref.best != graders._greedy_reference(step, max_len), seed
         if alpha > 0:
             by_log_p = max(ref.pool, key=lambda t: step.score(list(t)))
             assert list(by_log_p) != ref.best, seed
-    assert any(a == 0 for *_, a, _ in exercises._BEAM_CASES)
+    assert any(a == 0 for *_, a, _ in graders._BEAM_CASES)
 
 
 def test_grading_leaves_the_global_random_state_alone():
@@ -306,10 +326,10 @@ def test_grading_leaves_the_global_random_state_alone():
 
 
 def test_messages_show_small_inputs():
-    assert exercises._show(torch.tensor([[True, False], [True, True]])) == "10 / 11"
-    assert exercises._show(torch.tensor([True, False])) == "[1, 0]"
-    assert exercises._show(torch.tensor([[0.5, 1.0]])) == "[[0.5, 1.0]]"
-    assert exercises._show(torch.arange(20.0)).startswith("shape (20,), first values [0, 1,")
+    assert graders._show(torch.tensor([[True, False], [True, True]])) == "10 / 11"
+    assert graders._show(torch.tensor([True, False])) == "[1, 0]"
+    assert graders._show(torch.tensor([[0.5, 1.0]])) == "[[0.5, 1.0]]"
+    assert graders._show(torch.arange(20.0)).startswith("shape (20,), first values [0, 1,")
 
 
 def test_make_test_mutants_grades_the_attempts(monkeypatch, capsys):
@@ -337,3 +357,88 @@ def test_make_test_mutants_grades_the_attempts(monkeypatch, capsys):
     monkeypatch.setattr(attempts, "RIGHT", {})
     assert mutants.grade_attempts() == 1
     assert "FAIL causal_mask, right after all: ZeroDivisionError" in capsys.readouterr().out
+
+
+def _ipython_cell(code: str) -> tuple[Any, str]:
+    """Run ``code`` as a notebook cell in a fresh IPython shell: its result and what it shows."""
+    import io
+    from contextlib import redirect_stdout
+
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    try:
+        shown = io.StringIO()
+        with redirect_stdout(shown):
+            result = shell.run_cell(code, store_history=True)
+        return result, re.sub(r"\x1b\[[0-9;]*m", "", shown.getvalue())  # no colours
+    finally:
+        InteractiveShell.clear_instance()
+
+
+def test_in_a_notebook_a_failure_is_one_short_block_with_the_readers_line():
+    result, shown = _ipython_cell(
+        "from labformer.book import exercises\n"
+        "import torch\n"
+        "def my_attention(q, k, v, mask=None):\n"
+        "    scores = q @ k.T\n"
+        "    return scores.softmax(-1) @ v, scores.softmax(-1)\n"
+        "\n"
+        "exercises.check('attention', my_attention)\n")
+    assert isinstance(result.error_in_exec, exercises.Mismatch)
+    assert "Traceback" not in shown and "exercises/" not in shown and ".py" not in shown, shown
+    lines = [ln for ln in shown.splitlines() if ln.strip()]
+    assert lines[0].startswith("✗ attention: your code raised RuntimeError"), shown
+    assert lines[-1] == "  your line: my_attention, line 4: scores = q @ k.T", shown
+    assert len(lines) == 3, shown
+
+
+def test_in_a_notebook_a_wrong_attempt_shows_no_traceback_and_a_pass_no_out_line():
+    result, shown = _ipython_cell(
+        "import sys\n"
+        f"sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})\n"
+        "import exercise_attempts as attempts\n"
+        "from labformer.book import exercises\n"
+        "exercises.check('beam_search', attempts.beam_per_parent)\n")
+    assert isinstance(result.error_in_exec, exercises.Mismatch)
+    assert "Traceback" not in shown and "graders.py" not in shown, shown
+    assert shown.splitlines()[0].startswith("✗ beam_search: each step should keep"), shown
+    result, shown = _ipython_cell(
+        "import sys\n"
+        f"sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})\n"
+        "import exercise_attempts as attempts\n"
+        "from labformer.book import exercises\n"
+        "exercises.check('causal_mask', attempts.causal_mask)\n")
+    assert result.success and result.result is None  # nothing for an Out: line
+    assert "Out[" not in shown and "True" not in shown, shown
+    assert shown.startswith("✓ causal_mask: all "), shown
+
+
+def test_no_chinese_in_the_graders_python():
+    """Every Chinese string of the exercises lives in the catalogue zh.json."""
+    folder = Path(exercises.__file__).parent
+    for path in folder.glob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert not any("\u4e00" <= c <= "\u9fff" or "\u3000" <= c <= "\u303f" or
+                       "\uff00" <= c <= "\uffef" for c in text), path
+    assert (folder / "zh.json").is_file()
+
+
+def test_the_issues_mistakes_get_messages_that_name_them():
+    """Issue 57: each of these had a message that missed it (or passed)."""
+    messages = {w.mistake: str(_mismatch(w.exercise, w.attempt)) for w in attempts.WRONG}
+    per_parent = messages["the best beam_size children of each parent, no global pruning"]
+    assert "best children of each parent" in per_parent and "beam_size²" in per_parent
+    slots = messages["finished hypotheses take beam slots"]
+    penalty = messages["no length penalty"]
+    assert slots.splitlines()[0] != penalty.splitlines()[0]
+    assert "take slots" in slots and "length penalty was ignored" in penalty
+    for mistake, text in messages.items():  # -inf used: never told to use -inf
+        if mistake.startswith("nanoGPT"):
+            assert "not to 0" not in text and "-inf, not" not in text, text
+    assert "-inf before the softmax, not to 0" in messages["dropped logits set to 0, not -inf"]
+    for mistake in ("tgt_mask passed to the cross-attention", "tgt_mask and memory_mask swapped"):
+        assert messages[mistake].startswith("decoder_layer: the cross-attention"), mistake
+    layer = messages["one LayerNorm shared by both sublayers"]
+    assert "input:    EncoderOneNorm(d_model=8, num_heads=2, d_ff=16)" in layer
+    assert "C(" not in "".join(messages.values())
