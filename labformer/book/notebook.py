@@ -9,6 +9,7 @@ import json
 import math
 import os
 import random
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -639,8 +640,8 @@ def decide(diffs: Any, delta: float, k: int = 1, family: float = 0.05) -> tuple[
 
 class Sweep:
     """A chapter's stored seed sweep: ``book/data/NN_name.json``, written by
-    ``tests/claim_sweep.py --write`` (the command, the code version, and for every run its seed,
-    CPU kernels and the chapter's quantities).
+    ``book/sweeps/claim_sweep.py --write`` (the command, the code version, and for every run its
+    seed, CPU kernels and the chapter's quantities).
 
     A claim about a trained model is a claim about the process, so the sweep decides it and
     this run is held to the sweep: ``Sweep(path, verdicts=k).check(ev, claim, name, value,
@@ -685,7 +686,9 @@ class Sweep:
         run = ", ".join(f"{k} = {measured_text(v)}" for k, v in changed.items())
         made = ", ".join(measured_text(self.settings[k]) for k in changed)
         back = ", ".join(f"{k} = {measured_text(self.settings[k])}" for k in changed)
-        command = self.data.get("command", "tests/claim_sweep.py")
+        # sweeps stored before the scripts left tests/ record the old path
+        command = re.sub(r"\btests/(\w+\.py)", r"book/sweeps/\1",
+                         self.data.get("command", "book/sweeps/claim_sweep.py"))
         return (f"this run uses {run}; the stored sweep was made at {made}, so this claim is "
                 f"not held to it: restore {back}, or make a sweep at your setting with "
                 f"`{command}`")
