@@ -41,6 +41,8 @@ __all__ = [
     "TrainConfig",
     "checkpoint_unfinished",
     "checkpoint_verified",
+    "checksums",
+    "entry_sha256",
     "file_kind",
     "load_checkpoint",
     "lr_factor",
@@ -53,7 +55,7 @@ __all__ = [
     "weights_sha256",
 ]
 
-CHECKPOINT_FORMAT = "labformer-checkpoint-1"
+CHECKPOINT_FORMAT = "labformer-checkpoint-2"  # 2: a checksum of every entry
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 LOG_EVERY = 50  # optimiser steps between two loss values on the progress bar
@@ -367,14 +369,122 @@ def state_sha256(state: dict[str, Any]) -> str:
     """Hex SHA-256, as :func:`weights_sha256` computes it, of every other tensor of a
     checkpoint: the optimiser's moments, the random states (what resuming reads)."""
     return weights_sha256(dict(_tensors_in(
-        {k: v for k, v in state.items() if k not in ("model", WEIGHTS_HASH, STATE_HASH)},
+        {k: v for k, v in state.items() if k not in ("model", WEIGHTS_HASH, STATE_HASH,
+                                                     CHECKSUMS)},
         "state")))
 
 
+CHECKSUMS = "sha256"  # the entry that holds entry_sha256 of every other entry, by name
+
+
+def _canonical(value: Any, out: list[bytes]) -> None:
+    """Append the canonical bytes of ``value`` to ``out``: a type tag, then the value, so that
+    equal data gives equal bytes whatever the order a dict was built in, and 1, 1.0, True and
+    "1" all differ. Dict entries are sorted by their keys' canonical bytes."""
+    if value is None:
+        out.append(b"N")
+    elif isinstance(value, bool):
+        out.append(b"B1" if value else b"B0")
+    elif isinstance(value, int):
+        out.append(b"I%d;" % value)
+    elif isinstance(value, float):
+        out.append(b"F" + value.hex().encode() + b";")
+    elif isinstance(value, complex):
+        out.append(b"C" + value.real.hex().encode() + b"," + value.imag.hex().encode() + b";")
+    elif isinstance(value, str):
+        data = value.encode("utf-8", "surrogatepass")
+        out.append(b"S%d:" % len(data) + data)
+    elif isinstance(value, bytes):
+        out.append(b"Y%d:" % len(value) + value)
+    elif isinstance(value, torch.Tensor):
+        flat = value.detach().to("cpu").contiguous().reshape(-1)
+        head = f"{str(flat.dtype).removeprefix('torch.')}{list(value.shape)}".encode()
+        out.append(b"X%d:" % len(head) + head)
+        out.append(flat.view(torch.uint8).numpy().tobytes())
+    elif isinstance(value, torch.Size):
+        out.append(b"Z")
+        _canonical(list(value), out)
+    elif isinstance(value, (torch.device, torch.dtype)):
+        out.append(b"V")
+        _canonical(str(value), out)
+    elif isinstance(value, dict):
+        entries = []
+        for key, item in value.items():
+            k: list[bytes] = []
+            _canonical(key, k)
+            entries.append((b"".join(k), item))
+        entries.sort(key=lambda e: e[0])
+        out.append(b"D%d;" % len(entries))
+        for key_bytes, item in entries:
+            out.append(key_bytes)
+            _canonical(item, out)
+    elif isinstance(value, (list, tuple)):
+        out.append((b"L%d;" if isinstance(value, list) else b"T%d;") % len(value))
+        for item in value:
+            _canonical(item, out)
+    elif isinstance(value, (set, frozenset)):
+        items = []
+        for item in value:
+            b: list[bytes] = []
+            _canonical(item, b)
+            items.append(b"".join(b))
+        out.append(b"E%d;" % len(items) + b"".join(sorted(items)))
+    else:
+        raise TypeError(f"a checkpoint cannot hold a {type(value).__qualname__}")
+
+
+def entry_sha256(value: Any) -> str:
+    """Hex SHA-256 of one checkpoint entry's canonical bytes (see :func:`_canonical`): its
+    tensors, numbers, strings, lists and dicts (in the order of their sorted keys)."""
+    digest = hashlib.sha256()
+    parts: list[bytes] = []
+    _canonical(value, parts)
+    for part in parts:
+        digest.update(part)
+    return digest.hexdigest()
+
+
+def checksums(state: dict[str, Any]) -> dict[str, str]:
+    """{entry name: :func:`entry_sha256`} for every entry of a checkpoint but the checksums."""
+    return {str(key): entry_sha256(state[key]) for key in sorted(state, key=str)
+            if key != CHECKSUMS}
+
+
+# What each entry of a translator's checkpoint is, in words, for the message that names it.
+ENTRY_WORDS = {
+    "model": "weights", "model_config": "model configuration",
+    "src_vocab": "source vocabulary", "tgt_vocab": "target vocabulary",
+    "src_text": "source tokenizer settings", "tgt_text": "target tokenizer settings",
+    "optimizer": "optimiser state", "scheduler": "learning-rate schedule",
+    "epoch": "epoch count", "epochs": "planned epochs", "per_rank": "random states",
+    "history": "training history", "train_config": "training configuration",
+    "corpus": "training data description", "format": "format",
+    WEIGHTS_HASH: "weights checksum", STATE_HASH: "training state checksum",
+}
+
+
+def _altered(state: dict[str, Any]) -> list[str]:
+    """The entries of a loaded checkpoint that differ from its stored checksums, in words."""
+    stored = state[CHECKSUMS]
+    now = checksums(state)
+    names = sorted(set(stored) | set(now))
+    changed = [n for n in names if stored.get(n) != now.get(n)]
+    words = []
+    for name in changed:
+        what = f"{ENTRY_WORDS[name]} ({name})" if name in ENTRY_WORDS else f"entry {name!r}"
+        if name not in stored:
+            words.append(f"its {what} is not among the entries its checksums list")
+        elif name not in now:
+            words.append(f"its {what} is missing")
+        else:
+            words.append(f"its {what} does not match its checksum")
+    return words
+
+
 def checkpoint_verified(state: dict[str, Any]) -> bool:
-    """Whether a loaded checkpoint carried a checksum of its weights (checked on load);
-    False for a file written before labformer stored one, whose weights are taken as read."""
-    return WEIGHTS_HASH in state
+    """Whether a loaded checkpoint carried a checksum of its entries (checked on load);
+    every checkpoint :func:`load_checkpoint` returns does."""
+    return CHECKSUMS in state or WEIGHTS_HASH in state
 
 
 def _weights_of(state: dict[str, Any]) -> Any:
@@ -458,8 +568,9 @@ def save_checkpoint(path: str | os.PathLike[str], state: dict[str, Any]) -> None
 
     Only what :func:`load_checkpoint` can read back is written: NumPy numbers and arrays are
     stored as Python numbers and tensors, and any other object is a TypeError naming its key,
-    before the file is touched. A state with weights (a ``"model"`` state dict) also stores
-    their :func:`weights_sha256`, which :func:`load_checkpoint` checks. A failed write (a full
+    before the file is touched. Every entry's :func:`entry_sha256` is stored (``"sha256"``),
+    and a state with weights (a ``"model"`` state dict) also stores their
+    :func:`weights_sha256`; :func:`load_checkpoint` checks both. A failed write (a full
     disk) is an OSError that says why, and leaves an earlier file at ``path`` as it was.
     """
     state = _loadable({"format": CHECKPOINT_FORMAT, **state}, "state")
@@ -467,6 +578,7 @@ def save_checkpoint(path: str | os.PathLike[str], state: dict[str, Any]) -> None
     if weights is not None:
         state[WEIGHTS_HASH] = weights_sha256(weights)
         state[STATE_HASH] = state_sha256(state)
+    state[CHECKSUMS] = checksums(state)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
@@ -494,9 +606,9 @@ def load_checkpoint(path: str | os.PathLike[str], map_location: str | torch.devi
 
     FileNotFoundError for a missing file; ValueError, in one line naming the file, for
     anything else that is not a readable labformer checkpoint: a directory, a FIFO, a text
-    file or an image, a damaged archive, weights that no longer match their stored checksum.
-    A file without a checksum (written before labformer stored one) loads unchecked:
-    :func:`checkpoint_verified` tells.
+    file or an image, a damaged archive, a file written by an earlier format, and any entry
+    (weights, vocabularies, configuration, special tokens, training state) that no longer
+    matches the checksum stored with it, named in the message.
     """
     path = Path(path)
     kind = file_kind(path)
@@ -514,19 +626,74 @@ def load_checkpoint(path: str | os.PathLike[str], map_location: str | torch.devi
     if not isinstance(state, dict) or "format" not in state:
         raise ValueError(f"{path} is not a labformer checkpoint (format {CHECKPOINT_FORMAT})")
     if state["format"] != CHECKPOINT_FORMAT:
+        if state["format"] == "labformer-checkpoint-1":
+            raise ValueError(f"{path} was written by an earlier labformer (format "
+                             f"labformer-checkpoint-1, whose checksum covers only its "
+                             f"tensors); this version reads only checkpoints whose every entry "
+                             f"is checked ({CHECKPOINT_FORMAT}): train it again")
         raise ValueError(f"{path} is a checkpoint of another labformer version (format "
                          f"{state['format']!r}; this version reads {CHECKPOINT_FORMAT})")
-    if WEIGHTS_HASH in state:
-        weights = _weights_of(state)
-        if weights is None or weights_sha256(weights) != state[WEIGHTS_HASH]:
-            raise ValueError(f"{path} is damaged: its weights do not match the checksum "
-                             f"stored with them (the file changed after labformer wrote it); "
-                             f"use a copy or train it again")
-        if STATE_HASH in state and state_sha256(state) != state[STATE_HASH]:
-            raise ValueError(f"{path} is damaged: its training state (optimiser, random "
-                             f"states) does not match the checksum stored with it (the file "
-                             f"changed after labformer wrote it); use a copy or train it again")
+    if not isinstance(state.get(CHECKSUMS), dict):
+        raise ValueError(f"{path} is damaged: it holds no checksums of its entries (labformer "
+                         f"writes them with every checkpoint; the file changed after it was "
+                         f"written); use a copy or train it again")
+    try:
+        altered = _altered(state)
+    except TypeError as e:
+        altered = [f"it holds what no checksum covers ({e})"]
+    if altered:
+        raise ValueError(f"{path} is damaged: {', '.join(altered)} (the file changed after "
+                         f"labformer wrote it); use a copy or train it again")
+    problem = _invalid_entry(state)
+    if problem:
+        raise ValueError(f"{path} is not a checkpoint labformer wrote: {problem} (a file edited "
+                         f"by hand?); use a copy or train it again")
+    weights = _weights_of(state)
+    if WEIGHTS_HASH in state and (weights is None
+                                  or weights_sha256(weights) != state[WEIGHTS_HASH]):
+        raise ValueError(f"{path} is damaged: its weights do not match the checksum "
+                         f"stored with them (the file changed after labformer wrote it); "
+                         f"use a copy or train it again")
     return state
+
+
+def _whole(value: Any, least: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
+def _invalid_entry(state: dict[str, Any]) -> str | None:
+    """What is wrong with the entries every labformer checkpoint writes in one shape (the
+    epochs, the vocabularies, the model's configuration), in words; None when nothing is."""
+    if "epoch" in state and not _whole(state["epoch"], 0):
+        return f"its epoch is {state['epoch']!r}, not a whole number from 0"
+    if "epochs" in state and not _whole(state["epochs"], 1):
+        return f"its planned epochs are {state['epochs']!r}, not a whole number from 1"
+    if "epoch" in state and "epochs" in state and state["epoch"] >= state["epochs"]:
+        return (f"it was saved after epoch {state['epoch'] + 1} of a run of "
+                f"{state['epochs']} epochs")
+    for key in ("src_vocab", "tgt_vocab"):
+        if key not in state:
+            continue
+        vocab = state[key]
+        tokens = vocab.get("tokens") if isinstance(vocab, dict) else None
+        if not isinstance(tokens, list):
+            return f"its {key} holds no list of tokens"
+        for i, token in enumerate(tokens):
+            if not isinstance(token, str) or not token:
+                return f"token {i} of its {key} is {token!r}, not a word"
+        if len(set(tokens)) != len(tokens):
+            return f"its {key} lists a token twice"
+        specials = vocab.get("specials", [])
+        if not isinstance(specials, list) or not all(isinstance(t, str) for t in specials):
+            return f"the special tokens of its {key} are {specials!r}, not a list of words"
+    config = state.get("model_config")
+    if config is not None:
+        if not isinstance(config, dict):
+            return "its model configuration is not a table of settings"
+        for name, value in config.items():
+            if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+                return f"its model configuration's {name} is {value}"
+    return None
 
 
 def _reason(error: Exception) -> str:

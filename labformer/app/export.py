@@ -14,7 +14,10 @@ computes what PyTorch computes) or float16 (half the size, each weight rounded),
 the other, in base64; ``offset`` counts elements. ``weights_sha256`` identifies the model
 (:func:`labformer.train.weights_sha256` of its state dict, as its checkpoint stores it) and
 ``data_sha256`` is the SHA-256 of the bytes ``data`` decodes to: :func:`read_model_file` checks
-it, and a page can. An export from a checkpoint checks the checkpoint's own checksum first.
+it, and so does the page before its model speaks (where the browser hashes); the page also
+fetches the file as text where it can (http, https) and parses its JSON, so nothing in it runs,
+and refuses a file that claims the book's weights but whose SHA-256 is not the one it was built
+with. An export from a checkpoint checks the checkpoint's own checksums first.
 ``config`` is the model's :class:`~labformer.transformer.TransformerConfig`, ``src_text`` /
 ``tgt_text`` the :class:`~labformer.data.TextCodec` settings the page tokenises with.
 
@@ -46,9 +49,9 @@ from typing import Any
 import torch
 
 from labformer.app.carry import Carry
+from labformer.book.record import record_attention
 from labformer.data import TextCodec, Vocab
 from labformer.decoding import beam_search, greedy_decode
-from labformer.multihead import record_attention
 from labformer.train import weights_sha256
 from labformer.transformer import Transformer
 

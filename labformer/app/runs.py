@@ -10,8 +10,8 @@ finds the run checks it like one it trained. Two chapters started at once (``mak
 two notebooks at a time) share one training: the second waits for the first's lock.
 
 The run trains with subnormal floats flushed to zero (:func:`subnormals_flushed`), like chapter
-14's recurrent baseline and ``tests/gru_tuning.py``, so that both models of that comparison run
-under the same float settings.
+14's recurrent baseline and ``book/sweeps/gru_tuning.py``, so that both models of that comparison
+run under the same float settings.
 
 The cache folder is ``$LABFORMER_CACHE``, else ``$XDG_CACHE_HOME/labformer`` (``~/.cache``);
 the newest :data:`KEEP` runs are kept.

@@ -74,10 +74,10 @@ TRAIN_DEFAULTS = TrainConfig(epochs=3, lr=2e-3, warmup_steps=200, label_smoothin
                              clip_norm=1.0, seed=0, min_steps=MIN_STEPS, max_warmup_share=0.25)
 BATCH_SIZE = 96  # sentence pairs per optimiser step
 # `labformer train`'s default, chosen on validation BLEU among shorter schedules
-# (tests/translator_budget.py, README): the paper's 1/sqrt decay keeps the rate high to the end
-# of a short run; a linear decay to zero anneals it instead, and without dropout a step costs
-# about a fifth less CPU. One epoch of 48-pair batches on the generated corpus (584 steps); a
-# small file gets 500 steps.
+# (book/sweeps/translator_budget.py, README): the paper's 1/sqrt decay keeps the rate high to
+# the end of a short run; a linear decay to zero anneals it instead, and without dropout a step
+# costs about a fifth less CPU. One epoch of 48-pair batches on the generated corpus (584
+# steps); a small file gets 500 steps.
 QUICK_TRAIN = TrainConfig(epochs=1, lr=4e-3, warmup_steps=50, decay="linear",
                           label_smoothing=0.1, clip_norm=1.0, seed=0, min_steps=500,
                           max_warmup_share=0.25)

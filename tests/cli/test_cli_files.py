@@ -129,7 +129,8 @@ def test_an_unfinished_model_says_so(capsys, tmp_path, model):
 def test_a_refused_run_leaves_the_running_jobs_files_alone(capsys, tmp_path):
     out = tmp_path / "m.pt"
     log, partial = Path(f"{out}.log"), Path(f"{out}.partial")
-    log.write_text("2026-01-01 epoch 12/267: loss 2.000\n", encoding="utf-8")
+    log.write_text("\n2026-01-01 10:00:00 ---- labformer train --out m.pt\n"
+                   "2026-01-01 10:05:00 epoch 12/267: loss 2.000\n", encoding="utf-8")
     Path(f"{out}.lock").write_text(str(os.getppid()))  # a live process: the running job
     log_before = log.read_bytes()
     code, out_text, err = run(capsys, *one_step(out, "--overwrite"))

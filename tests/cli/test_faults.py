@@ -194,7 +194,9 @@ def test_train_out_never_replaces_a_file_of_another_kind(capsys, tmp_path, tiny,
 
 def test_evaluate_output_replaces_its_own_earlier_output(capsys, tmp_path, tiny):
     hyps = tmp_path / "hyps.txt"
-    hyps.write_text("an earlier output\n", encoding="utf-8")
+    code, out, err = run(capsys, "evaluate", "--checkpoint", str(tiny), "--pairs",
+                         str(EVERYDAY), "--limit", "2", "--output", str(hyps))
+    assert code == 0 and len(hyps.read_text(encoding="utf-8").splitlines()) == 2, err
     hyps.chmod(0o640)
     code, out, err = run(capsys, "evaluate", "--checkpoint", str(tiny), "--pairs",
                          str(EVERYDAY), "--limit", "3", "--output", str(hyps))
@@ -514,19 +516,22 @@ def test_the_checksum_covers_every_weight_in_a_fixed_order(tiny):
         weights_sha256({"a": [1.0]})
 
 
-def test_a_checkpoint_without_a_checksum_loads_with_a_warning(capsys, tmp_path, tiny):
+def test_a_checkpoint_without_checksums_is_refused(capsys, tmp_path, tiny):
     state = load_checkpoint(tiny)
-    del state[WEIGHTS_HASH]
+    del state[labformer.train.CHECKSUMS]
+    bare = tmp_path / "bare.pt"
+    torch.save(state, bare)  # the checksums taken out
     old = tmp_path / "old.pt"
-    torch.save(state, old)  # as labformer wrote it before the checksum existed
-    assert not labformer.train.checkpoint_verified(load_checkpoint(old))
-    code, out, err = run(capsys, "translate", "--checkpoint", str(old), "Merci.")
-    assert code == 0 and out.strip(), err
-    assert "holds no checksum of its weights" in err
-    code, _, err = run(capsys, "export", "--checkpoint", str(old), "--out", str(tmp_path))
-    assert code == 0 and "holds no checksum" in err
+    torch.save({**state, "format": "labformer-checkpoint-1"}, old)  # an earlier format
+    for path, words in ((bare, "holds no checksums"), (old, "written by an earlier labformer")):
+        for argv in (["translate", "--checkpoint", str(path), "Merci."],
+                     ["export", "--checkpoint", str(path), "--out", str(tmp_path / "site")]):
+            code, out, err = run(capsys, *argv)
+            assert_short_error(code, err, str(path), words)
+            assert out == ""
+    assert not (tmp_path / "site" / MODEL_FILE).exists()
     code, _, err = run(capsys, "translate", "--checkpoint", str(tiny), "Merci.")
-    assert "checksum" not in err
+    assert code == 0 and "checksum" not in err
 
 
 # ------------------------------------------------------------- paths that are not checkpoints
@@ -634,12 +639,15 @@ def test_a_full_disk_during_training_keeps_the_old_model(capsys, monkeypatch, tm
 
 def test_a_full_disk_while_writing_outputs(capsys, monkeypatch, tmp_path, tiny):
     hyps = tmp_path / "hyps.txt"
-    hyps.write_text("an earlier output\n", encoding="utf-8")
+    code, _, err = run(capsys, "evaluate", "--checkpoint", str(tiny), "--pairs",
+                       str(EVERYDAY), "--limit", "1", "--output", str(hyps))
+    assert code == 0, err
+    earlier = hyps.read_text(encoding="utf-8")  # an earlier output, the one to replace
     monkeypatch.setattr(os, "fsync", _enospc)
     code, out, err = run(capsys, "evaluate", "--checkpoint", str(tiny), "--pairs",
                          str(EVERYDAY), "--limit", "2", "--output", str(hyps))
     assert_short_error(code, err, "the disk is full", f"{hyps} is unchanged")
-    assert hyps.read_text(encoding="utf-8") == "an earlier output\n"
+    assert hyps.read_text(encoding="utf-8") == earlier
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hyps.txt"]
     monkeypatch.undo()
     site = tmp_path / "site"

@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import book_ext
 import pytest
 import torch
 from test_book_html import chromium
@@ -43,6 +44,7 @@ from labformer.app.export import (
     moses_tables,
 )
 from labformer.app.translate import TRAIN_DEFAULTS, Translator, train_translator
+from labformer.book.record import record_attention
 from labformer.data import (
     Corpus,
     TextCodec,
@@ -52,7 +54,6 @@ from labformer.data import (
     load_pairs,
 )
 from labformer.decoding import beam_search, greedy_decode
-from labformer.multihead import record_attention
 
 ROOT = Path(__file__).resolve().parents[2]
 STATIC = ROOT / "book" / "_static"
@@ -127,13 +128,16 @@ def _site(root: Path, translator: Translator, *, js: str | None = None,
     if loads is not None:  # `labformer export` of another checkpoint, after the build
         export_model(loads.model, loads.src_vocab, loads.tgt_vocab, static,
                      src_text=loads.src_text, tgt_text=loads.tgt_text)
-    for lang, name in (("en", "page.html"), ("zh-CN", "zh.html")):
+    # the Chinese edition's words, as the build writes them into the page (labformer_live.py)
+    words = book_ext.load("labformer_book").script_words("zh_CN", "labformer-live.js")
+    for lang, name, head in (("en", "page.html", ""), ("zh-CN", "zh.html", (
+            f'<script type="application/json" id="lf-words-labformer-live">{words}</script>'))):
         (root / name).write_text(
             f'<!DOCTYPE html><html lang="{lang}"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             '<link rel="icon" href="data:,">'
             '<link rel="stylesheet" href="_static/labformer-live.css">'
-            '<script defer src="_static/labformer-live.js"></script></head>'
+            f'{head}<script defer src="_static/labformer-live.js"></script></head>'
             f'<body><main style="max-width: 52em; margin: auto">{widget}</main></body></html>',
             encoding="utf-8")
     return root
@@ -627,3 +631,117 @@ def test_the_page_says_when_its_model_file_is_another(tmp_path: Path, translator
                 assert not page.locator("div.lf-live-examples").is_visible()
                 assert page.get_attribute(".lf-live", "data-lf-other-model") == "true"
             assert not page.errors, page.errors
+
+
+CARRY_PROBES = [  # issue 58: what carry-over used to lose without a word
+    "Le chat € noir dort.", "Il dort 😀.", "Il est -7 h 30.", "Ça coûte 1 234,56 euros.",
+    "Il est 14h30.", "Il est 7h30.", "Je suis là.\u200b", "Je suis là\u200f.",
+]
+
+
+def test_the_page_carries_over_what_the_command_line_does(tmp_path: Path,
+                                                         everyday: Translator) -> None:
+    """Symbols it does not know named, invisible marks named and left out, a time's sign, a
+    space-grouped decimal and a glued time (14h30) kept: the page as the command line."""
+    site = _site(tmp_path, everyday, examples=["Il est 7 h 30."])
+    wanted = _cli_path(everyday, CARRY_PROBES, None)
+    with _page((site / "page.html").as_uri()) as page:
+        page.evaluate(_LOAD_MODEL, MODEL_FILE)
+        got = page.evaluate(_PARITY, [CARRY_PROBES, "greedy", 1])
+        assert not page.errors, page.errors
+    for line, g, w in zip(CARRY_PROBES, got, wanted, strict=True):
+        for key in ("prepared", "unknown", "notes", "names"):
+            assert g[key] == w[key], (line, key, g[key], w[key])
+        if g["raw"] == w["raw"]:
+            assert (g["text"], g["lost"]) == (w["text"], w["lost"]), line
+    by_line = dict(zip(CARRY_PROBES, wanted, strict=True))
+    assert "€" in by_line["Le chat € noir dort."]["unknown"]
+    assert by_line["Je suis là.\u200b"]["notes"] == ["left out an invisible character (U+200B)"]
+
+
+_LOAD_CHECKED = """file => new Promise(ok => {
+    const root = document.querySelector('.lf-live');
+    window.labformerLive.load(file, (err, m) => ok(err ? err.message : 'loaded'),
+        {fileSha256: root.dataset.lfModelSha256, weightsSha256: root.dataset.lfWeightsSha256});
+})"""
+
+
+def _altered_model_file(path: Path, how: str) -> None:
+    """Change the exported model file at ``path`` as issue 58's probes did, its hash fields
+    left as they were."""
+    import base64
+    import json
+
+    text = path.read_text(encoding="ascii")
+    head = "window.LABFORMER_LIVE_MODEL = "
+    start = text.index(head) + len(head)
+    payload = json.loads(text[start:].rstrip().removesuffix(";"))
+    if how == "signs flipped":  # every float32's sign bit, the hashes untouched
+        data = bytearray(base64.b64decode(payload["data"]))
+        for i in range(3, len(data), 4):
+            data[i] ^= 0x80
+        payload["data"] = base64.b64encode(bytes(data)).decode("ascii")
+    elif how == "vocabulary swapped":
+        vocab = payload["src_vocab"]
+        vocab[-1], vocab[-2] = vocab[-2], vocab[-1]
+    elif how == "shape lies":
+        payload["tensors"][-1][1] = [10**6]
+    elif how == "NaN weights":  # and data_sha256 made to match them
+        import hashlib
+        import struct
+
+        data = bytearray(base64.b64decode(payload["data"]))
+        data[0:4] = struct.pack("<f", float("nan"))
+        payload["data"] = base64.b64encode(bytes(data)).decode("ascii")
+        payload["data_sha256"] = hashlib.sha256(bytes(data)).hexdigest()
+    if how != "code appended":
+        text = text[:start] + json.dumps(payload) + ";\n"
+    else:
+        text += "\nwindow.__ran = 'the appended code ran';\n"
+    path.write_text(text, encoding="ascii")
+
+
+@pytest.mark.parametrize("how, words", [
+    ("signs flipped", "is damaged: its weights' SHA-256 is"),
+    ("vocabulary swapped", "is not the file this page was built with"),
+    ("code appended", "something follows it"),
+])
+def test_the_page_refuses_an_altered_model_file_before_it_speaks(tmp_path: Path,
+                                                                translator: Translator,
+                                                                how: str, words: str) -> None:
+    site = _site(tmp_path, translator, examples=SENTENCES[:1])
+    _altered_model_file(site / "_static" / MODEL_FILE, how)
+    with _serve(site) as base, _page(f"{base}/page.html") as page:
+        said = page.evaluate(_LOAD_CHECKED, MODEL_FILE)
+        assert said.startswith(MODEL_FILE) and words in said and "\n" not in said, said
+        assert page.evaluate("() => window.__ran === undefined")  # nothing in it ran
+        assert not page.errors, page.errors
+    if how == "signs flipped":  # from file:// as well, where the file comes by a script tag
+        with _page((site / "page.html").as_uri()) as page:
+            said = page.evaluate(_LOAD_CHECKED, MODEL_FILE)
+            assert words in said, said
+    # the file as exported loads, from a server
+    fresh = _site(tmp_path / "fresh", translator, examples=SENTENCES[:1])
+    with _serve(fresh) as base, _page(f"{base}/page.html") as page:
+        assert page.evaluate(_LOAD_CHECKED, MODEL_FILE) == "loaded"
+
+
+@pytest.mark.parametrize("how, words", [
+    ("shape lies", "runs past the end of its data"),
+    ("NaN weights", "holds a weight that is not a number"),
+])
+def test_the_page_says_what_is_wrong_with_a_model_files_tensors(tmp_path: Path,
+                                                               translator: Translator,
+                                                               how: str, words: str) -> None:
+    """From file:// (the file comes by a script tag, no file hash to compare): one sentence
+    naming the file, and the widget left in its error state, not "loading"."""
+    site = _site(tmp_path, translator, examples=SENTENCES[:1])
+    _altered_model_file(site / "_static" / MODEL_FILE, how)
+    with _page((site / "page.html").as_uri()) as page:
+        said = page.evaluate(_LOAD_CHECKED, MODEL_FILE)
+        assert said.startswith(f"{MODEL_FILE} is damaged") and words in said, said
+        page.fill(".lf-live-input", SENTENCES[0])
+        page.click(".lf-live-go")
+        page.wait_for_selector(".lf-live[data-lf-state=error]")
+        assert words in page.text_content(".lf-live-status")
+        assert not page.errors, page.errors

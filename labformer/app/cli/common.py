@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import os
 import sys
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -59,6 +60,25 @@ def count(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected 0 or more, got {text}")
     return value
+
+
+CORPUS_HELD = 2000  # pairs the generated corpus takes out of --num-pairs: 1000 valid + 1000 test
+
+
+def corpus_size(minimum: int) -> Callable[[str], int]:
+    """argparse type: a generated corpus size, at least ``minimum`` pairs (its 1000
+    validation and 1000 test pairs, and some to train on)."""
+    def checked(text: str) -> int:
+        value = whole(text)
+        if value < minimum:
+            raise argparse.ArgumentTypeError(
+                f"the generated corpus takes {CORPUS_HELD} of its pairs for validation and "
+                f"test: --num-pairs is at least {minimum} ({minimum - CORPUS_HELD} left to "
+                f"train on), got {text}")
+        return value
+
+    checked.__name__ = "corpus_size"
+    return checked
 
 
 def seed(text: str) -> int:
@@ -117,12 +137,16 @@ def read_pairs_file(args: argparse.Namespace, path: str | None = None,
     src_lang, tgt_lang = langs or (args.src_lang, args.tgt_lang)
     src_col, tgt_col = columns(args)
     notes: list[str] = []
-    try:
-        pairs = read_pairs(path, src_col, tgt_col, notes=notes)
-    except ValueError as e:
-        if "not valid UTF-8" not in str(e):
-            raise
-        raise CLIError(_encoding_hint(path)) from None
+    with _bounded(path) as readable:
+        try:
+            pairs = read_pairs(readable, src_col, tgt_col, notes=notes)
+        except ValueError as e:
+            if readable != path:
+                raise ValueError(str(e).replace(readable, path)) from None
+            if "not valid UTF-8" not in str(e):
+                raise
+            raise CLIError(_encoding_hint(path)) from None
+    notes = [line.replace(readable, path) for line in notes]
     for line in notes:
         (say or note)(f"labformer: note: {line}", err=True)
     if not pairs:
@@ -141,6 +165,51 @@ def read_pairs_file(args: argparse.Namespace, path: str | None = None,
                           f"{src_lang} -> {tgt_lang} translations? (check --src-col/--tgt-col)",
                           err=True)
     return pairs
+
+
+MAX_INPUT = 2**30  # bytes: a pairs file, or standard input, is read whole up to this size
+
+
+def too_big(what: str) -> CLIError:
+    return CLIError(f"{what} is larger than {MAX_INPUT // 2**30} GiB, the most labformer reads "
+                    f"(a pairs file is held in memory whole; an endless stream such as "
+                    f"/dev/zero never ends): split it, or give a smaller file")
+
+
+@contextlib.contextmanager
+def _bounded(path: str) -> Iterator[str]:
+    """``path`` itself when it is a regular file within :data:`MAX_INPUT`; a stream (a FIFO,
+    a device, /dev/stdin) is copied, up to that size, into a temporary file whose path is
+    yielded instead; CLIError past it."""
+    import stat
+    import tempfile
+
+    try:
+        info = os.stat(path)
+    except OSError:
+        yield path  # read_pairs says what is wrong
+        return
+    if stat.S_ISREG(info.st_mode):
+        if info.st_size > MAX_INPUT:
+            raise too_big(path)
+        yield path
+        return
+    if stat.S_ISDIR(info.st_mode):
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="labformer-") as folder:
+        copy = os.path.join(folder, "pairs")
+        total = 0
+        with open(path, "rb") as source, open(copy, "wb") as target:
+            while block := source.read(2**20):
+                total += len(block)
+                if total > MAX_INPUT:
+                    raise too_big(path)
+                target.write(block)
+                if total == len(block) and b"\0" in block[:4096] \
+                        and not block.startswith((b"\xff\xfe", b"\xfe\xff")):
+                    break  # binary from its start (/dev/zero): read_pairs says so
+        yield copy
 
 
 # What an OSError's errno means, in words (the rest: its strerror, lower-cased).
@@ -213,10 +282,31 @@ def check_folder_writable(path: str, flag: str) -> None:
                        f"written") from None
 
 
-def write_atomically(path: str, data: bytes, flag: str) -> None:
+# The mark a command leaves on a file it writes (an extended attribute, where the file system
+# keeps them): its next run replaces that file, and no other, since a file's contents alone
+# cannot say who wrote it. Copies (cp, an editor's save) lose it: a copy is the user's file.
+OUTPUT_MARK = "user.labformer.output"
+
+
+def marked_output(path: str, mark: str) -> bool:
+    """Whether ``path`` is a regular file that a labformer command wrote with ``mark``."""
+    try:
+        return os.path.isfile(path) and os.getxattr(path, OUTPUT_MARK) == mark.encode()
+    except (OSError, AttributeError):  # no such attribute, no xattrs here (or on this OS)
+        return False
+
+
+def _mark(fd: int, mark: str) -> None:
+    """Mark an open file as ``mark``'s output, where the file system keeps marks."""
+    with contextlib.suppress(OSError, AttributeError):
+        os.setxattr(fd, OUTPUT_MARK, mark.encode())
+
+
+def write_atomically(path: str, data: bytes, flag: str, mark: str | None = None) -> None:
     """Write ``data`` to ``path`` through a side file in the same folder, renamed into place
     only once it is complete: a failure (a full disk) leaves the file that was there as it
-    was, and says so in one line."""
+    was, and says so in one line. ``mark``: the file is marked as that command's output
+    (:func:`marked_output`), so that the command's next run knows it may replace it."""
     import tempfile
 
     folder = os.path.dirname(os.path.abspath(path))
@@ -235,6 +325,8 @@ def write_atomically(path: str, data: bytes, flag: str) -> None:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
+            if mark is not None:
+                _mark(f.fileno(), mark)
             os.fsync(f.fileno())
         if old_mode is None:
             umask = os.umask(0)
@@ -267,34 +359,36 @@ def threads(text: str) -> int:
 TEXT_SAMPLE = 2**20  # bytes of an existing --output file read to tell what it is
 
 
-def refuse_unsafe_text_output(path: str, flag: str, inputs: dict[str, str | None]) -> None:
-    """Refuse a text --output that would destroy something: a file the command reads
-    (``inputs``: flag -> path), a FIFO or device or directory, a checkpoint or any other
-    binary file, a tab-separated (pairs) file. An existing file that reads as an earlier
-    output (UTF-8 text without tabs) may be replaced; nothing is touched here."""
+def refuse_unsafe_text_output(path: str, flag: str, inputs: dict[str, str | None],
+                              mark: str) -> None:
+    """Refuse a --output that is not this command's own earlier output: a file the command
+    reads (``inputs``: flag -> path), a FIFO or device or directory, and any existing file
+    that does not carry the command's ``mark`` (:func:`marked_output`), whatever it holds: a
+    script, notes, a log, a pairs file, a checkpoint. An empty file (nothing to lose) may be
+    replaced too. Nothing is touched here."""
     from labformer.train import file_kind
 
-    unchanged = "choose another file (it is unchanged)"
+    unchanged = "choose another file, or remove it first (it is unchanged)"
     for name, other in inputs.items():
         if other and os.path.exists(path) and os.path.exists(other) \
                 and os.path.samefile(path, other):
             raise CLIError(f"{flag} {path} is the {name} file: writing there would replace "
                            f"it; {unchanged}")
     kind = file_kind(path)
-    if kind == "missing":
+    if kind == "missing" or kind == "an empty file" or (
+            kind is not None and kind.startswith("a text file") and marked_output(path, mark)):
         return
     if kind is None:
         kind = "a zip archive (a labformer checkpoint?)"
     elif kind == "a text file":
         with open(path, "rb") as f:
             sample = f.read(TEXT_SAMPLE)
-        if b"\t" not in sample:
-            return
-        kind = "a tab-separated file (a pairs file?)"
-    elif kind == "an empty file":
-        return
-    raise CLIError(f"{flag} {path} exists and is {kind}: {flag} replaces only a text file of "
-                   f"earlier output; {unchanged}")
+        if b"\t" in sample:
+            kind = "a tab-separated file (a pairs file?)"
+        else:
+            kind = "a text file that labformer did not write"
+    raise CLIError(f"{flag} {path} exists and is {kind}: {flag} replaces only a file it wrote "
+                   f"itself (marked as {mark}'s output); {unchanged}")
 
 
 def _encoding_hint(path: str) -> str:

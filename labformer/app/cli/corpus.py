@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from labformer.app.cli.common import CORPUS_PAIRS, SPLITS, positive, seed
+from labformer.app.cli.common import (
+    CORPUS_HELD,
+    CORPUS_PAIRS,
+    SPLITS,
+    corpus_size,
+    positive,
+    seed,
+)
 
 
 def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
@@ -17,7 +24,7 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument("--num", type=positive, default=10, help="pairs to print (default 10)")
     p.add_argument("--split", choices=SPLITS, default="train", help="which split (default train)")
     p.add_argument("--seed", type=seed, default=0, help="corpus seed (default 0)")
-    p.add_argument("--num-pairs", type=positive, default=CORPUS_PAIRS,
+    p.add_argument("--num-pairs", type=corpus_size(CORPUS_HELD + 1), default=CORPUS_PAIRS,
                    help=f"corpus size (default {CORPUS_PAIRS})")
     p.add_argument("--stats", action="store_true", help="print the corpus summary first "
                                                         "(default off)")

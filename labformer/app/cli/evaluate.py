@@ -18,6 +18,8 @@ from labformer.app.cli.common import (
 )
 from labformer.app.cli.translate import add_decoding_options, load
 
+OUTPUT_MARK = "labformer evaluate"  # what its --output files are marked with
+
 
 def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     """The ``evaluate`` subcommand and its options."""
@@ -29,8 +31,8 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
                         "trained on --pairs, valid: its held-out pairs")
     p.add_argument("--output", metavar="FILE",
                    help="write the translations there, one a line (default: not written); "
-                        "an existing file is replaced only if it is text without tabs (an "
-                        "earlier output), never an input, a pairs file or a checkpoint")
+                        "an existing file is replaced only if evaluate wrote it (it marks its "
+                        "files), never an input or any other file")
     p.add_argument("--pairs", metavar="FILE",
                    help="score on this pairs file instead (default: the split)")
     p.add_argument("--limit", type=positive, default=None,
@@ -47,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.output:  # before any work: a refused or unwritable --output changes nothing
         refuse_unsafe_text_output(args.output, "--output",
-                                  {"--pairs": args.pairs, "--checkpoint": args.checkpoint})
+                                  {"--pairs": args.pairs, "--checkpoint": args.checkpoint},
+                                  OUTPUT_MARK)
         check_folder_writable(args.output, "--output")
     translator = load(args)
     if args.pairs:
@@ -78,9 +81,10 @@ def run(args: argparse.Namespace) -> int:
     scores = score(hyps, refs)
     if args.output:
         refuse_unsafe_text_output(args.output, "--output",  # again: it may have changed
-                                  {"--pairs": args.pairs, "--checkpoint": args.checkpoint})
+                                  {"--pairs": args.pairs, "--checkpoint": args.checkpoint},
+                                  OUTPUT_MARK)
         write_atomically(args.output, "".join(h + "\n" for h in hyps).encode("utf-8"),
-                         "--output")
+                         "--output", mark=OUTPUT_MARK)
     decoding = f"beam {args.beam}" if args.beam else "greedy"
     carried = "with carry-over" if args.carry else "the model alone (--no-carry)"
     case = "" if translator.cased else " (lower-cased: this model writes lower case)"

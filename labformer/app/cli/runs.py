@@ -8,15 +8,20 @@ one (``a.pt`` and ``a.pth`` are two runs) and no file of the user's is taken for
 - ``OUT.partial``: the run in progress, saved after its first and last epochs and in between
   at most once a minute and once every quarter of the run (at most 6 saves). An interrupted
   ``--overwrite`` or ``--resume`` leaves it beside the model it would replace.
-- ``OUT.lock``: the process id of the run writing OUT, created exclusively before anything
-  else is touched; a second run is refused and changes nothing.
-- ``OUT.log``: what the run printed, appended to (never truncated), one header per run.
+- ``OUT.lock``: the process id of the run writing OUT, and its OS lock (flock), created
+  whole by an atomic link before anything else is touched; a second run is refused and
+  changes nothing, and of two runs that find a stale lock only one takes it over.
+- ``OUT.log``: what the run printed, appended to (never truncated), one header per run; only
+  a file that starts with such a header is appended to, never an input, and its last line
+  says why a run stopped.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -41,6 +46,21 @@ def log_path(out: str) -> Path:
     return Path(out + ".log")
 
 
+# The header line RunLog writes for each run: "\n2026-01-31 12:00:00 ---- labformer train ...".
+_LOG_HEADER = re.compile(rb"\A\n*\d{4}-\d\d-\d\d \d\d:\d\d:\d\d ---- labformer ")
+
+
+def is_run_log(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a run's log (it starts with RunLog's header line) or empty:
+    the only files a run appends its log to."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    return not head or bool(_LOG_HEADER.match(head))
+
+
 def not_a_checkpoint(path: str) -> str | None:
     """None when ``path`` is a labformer checkpoint (a damaged one included: it is still
     ours to replace); else what it is, in a few words. A FIFO or a device is never opened."""
@@ -52,7 +72,9 @@ def not_a_checkpoint(path: str) -> str | None:
     try:
         load_checkpoint(path)
     except ValueError as e:
-        if "is damaged" in str(e):
+        ours = ("is damaged", "written by an earlier labformer", "another labformer version",
+                "not a checkpoint labformer wrote")  # damaged, old or edited: still a run's
+        if any(words in str(e) for words in ours):
             return None
         return "a zip archive"
     return None
@@ -100,44 +122,142 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _lock_holder(path: Path) -> int:
+    """The process id a lock file of ours holds; CLIError for a file that is not one."""
+    try:
+        text = ("" if special_file(str(path)) or path.is_dir()
+                else path.read_text(encoding="utf-8", errors="replace").strip())
+    except OSError:
+        text = ""
+    if not text.isdigit():
+        raise CLIError(f"{path} exists and is not a labformer lock (it holds no process "
+                       f"id): remove it or choose another --out")
+    return int(text)
+
+
+def _refuse_held(out: str, path: Path, pid: int | None = None) -> NoReturn:
+    who = f" (pid {pid})" if pid is not None else ""
+    raise CLIError(f"another run{who} is writing {out}; wait for it, or choose another --out "
+                   f"(remove {path} if that run is gone)")
+
+
 @contextlib.contextmanager
 def lock(out: str) -> Iterator[None]:
     """OUT.lock while this process writes OUT; refuse when another live process holds it.
 
-    The lock is created exclusively (O_EXCL), so a refused run changes no file. A lock whose
-    process has ended is taken over with a note; a file of that name that does not hold a
-    process id is not a lock of ours, and is left alone.
+    The lock file holds the writer's process id and, where the platform has one, an OS lock
+    (fcntl.flock) that the writer holds for the whole run and that ends with it. A new lock
+    appears complete, its id written and its OS lock taken, by an atomic link(); a stale one
+    (its process has ended) is taken over under its OS lock, which only one process can hold:
+    two runs can never both take it. A file of that name that does not hold a process id is
+    not a lock of ours, and is left alone; a refused run changes no file.
     """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: create exclusively, no takeover race
+        fcntl = None  # type: ignore[assignment]
     path = Path(out + ".lock")
-    for _ in range(2):
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    fd = -1
+    for _ in range(20):
+        fd = _new_lock(path, fcntl)
+        if fd >= 0:
             break
-        except FileExistsError:
-            try:
-                text = ("" if special_file(str(path)) or path.is_dir()
-                        else path.read_text(encoding="utf-8", errors="replace").strip())
-            except OSError:
-                text = ""
-            if not text.isdigit():
-                raise CLIError(f"{path} exists and is not a labformer lock (it holds no process "
-                               f"id): remove it or choose another --out") from None
-            pid = int(text)
+        pid = _lock_holder(path)
+        if fcntl is None:  # pragma: no cover
             if _alive(pid):
-                raise CLIError(f"another run (pid {pid}) is writing {out}; wait for it, or "
-                               f"choose another --out (remove {path} if that run is gone)"
-                               ) from None
-            note(f"labformer: note: removing the stale lock {path} (pid {pid} has ended)",
-                 err=True)
+                _refuse_held(out, path, pid)
             path.unlink(missing_ok=True)
-    else:  # pragma: no cover - another process took the lock between unlink and open
+            continue
+        try:
+            fd = os.open(path, os.O_RDWR)
+        except FileNotFoundError:
+            continue  # its run has just ended: try again
+        except OSError as e:
+            raise CLIError(f"cannot open the lock {path}: {os_reason(e)}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            _refuse_held(out, path, pid)
+        # The OS lock is ours: no other process can take over this file now. It must still
+        # be the file at that name (its run may have removed it meanwhile), and stale.
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(path))
+        except OSError:
+            same = False
+        if not same:
+            os.close(fd)
+            continue
+        pid = _lock_holder(path)
+        if _alive(pid):
+            os.close(fd)
+            _refuse_held(out, path, pid)
+        note(f"labformer: note: taking over the stale lock {path} (pid {pid} has ended)",
+             err=True)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
+        except OSError as e:
+            os.close(fd)
+            raise CLIError(f"cannot write the lock {path}: {os_reason(e)}; nothing was "
+                           f"changed") from None
+        break
+    else:  # pragma: no cover - the lock changed hands twenty times while we looked
         raise CLIError(f"another run is writing {out}")
     try:
-        os.write(fd, str(os.getpid()).encode())
-        os.close(fd)
         yield
     finally:
+        path.unlink(missing_ok=True)  # still under the OS lock: no one has taken it over
+        os.close(fd)
+
+
+def _new_lock(path: Path, fcntl: object) -> int:
+    """A new lock file at ``path``, complete (this process's id, its OS lock held) from the
+    moment it appears; its descriptor, or -1 when ``path`` exists."""
+    try:
+        fd, side = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".new", dir=path.parent)
+    except OSError as e:
+        raise CLIError(f"cannot write the lock {path}: {os_reason(e)}; nothing was "
+                       f"changed") from None
+    try:
+        os.write(fd, str(os.getpid()).encode())
+        os.fchmod(fd, 0o644)
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # type: ignore[attr-defined]
+        os.link(side, path)  # atomic, and refused when the name exists
+    except FileExistsError:
+        os.close(fd)
+        return -1
+    except OSError as e:
+        os.close(fd)
+        if e.errno in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK):
+            return _exclusive_lock(path, fcntl)  # a file system without hard links
+        raise CLIError(f"cannot write the lock {path}: {os_reason(e)}; nothing was "
+                       f"changed") from None
+    finally:
+        Path(side).unlink(missing_ok=True)
+    return fd
+
+
+def _exclusive_lock(path: Path, fcntl: object) -> int:
+    """:func:`_new_lock` where hard links are not possible: created exclusively, then filled."""
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        return -1
+    except OSError as e:
+        raise CLIError(f"cannot write the lock {path}: {os_reason(e)}; nothing was "
+                       f"changed") from None
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # type: ignore[attr-defined]
+        os.write(fd, str(os.getpid()).encode())
+    except OSError as e:
+        os.close(fd)
         path.unlink(missing_ok=True)
+        raise CLIError(f"cannot write the lock {path}: {os_reason(e)}; nothing was "
+                       f"changed") from None
+    return fd
 
 
 class RunLog:
@@ -147,37 +267,54 @@ class RunLog:
     def __init__(self, path: Path | None = None, header: str = "") -> None:
         self.file: IO[str] | None = None
         self.path = path
-        self.stdout_closed = False
+        self.stdout_closed = self.stderr_closed = False
         if path is not None:
             self.file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
             if header:
                 self.file.write(f"\n{time.strftime('%Y-%m-%d %H:%M:%S')} ---- {header}\n")
 
     def __call__(self, message: str, err: bool = False, screen: bool = True) -> None:
-        if screen and not (self.stdout_closed and not err):
+        if screen and not (self.stderr_closed if err else self.stdout_closed):
             try:
                 note(message, err)
             except BrokenPipeError:
-                # `labformer train | head -1`: the reader has gone. With a log the run goes
-                # on (its lines are in the log); without one, the command ends quietly.
-                if err or self.file is None:
+                # `labformer train 2>&1 | head -1`: the reader has gone. With a log the run
+                # goes on (its lines are in the log); without one, the command ends quietly.
+                if self.file is None:
                     raise
-                self._lose_stdout()
+                self._lose(err)
+        self.log(message)
+
+    def log(self, message: str) -> None:
+        """A line in the log file only."""
         if self.file is not None:
             self.file.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {message}\n")
             self.file.flush()
 
-    def _lose_stdout(self) -> None:
-        """Point standard output at /dev/null (no second error when Python flushes it) and
-        say once, on stderr, where the run's lines go now."""
+    def _lose(self, err: bool) -> None:
+        """Point the closed stream at /dev/null (no second error when Python flushes it) and
+        say once, in the log and on the other stream while it is open, where the run's lines
+        go now."""
         import sys
 
+        stream = sys.stderr if err else sys.stdout
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(devnull, stream.fileno())
         os.close(devnull)
-        self.stdout_closed = True
-        note(f"labformer: note: standard output was closed (the program reading it has "
-             f"ended): training goes on, and its lines go to {self.path} only", err=True)
+        if err:
+            self.stderr_closed = True
+        else:
+            self.stdout_closed = True
+        name = "standard error" if err else "standard output"
+        message = (f"labformer: note: {name} was closed (the program reading it has ended): "
+                   f"training goes on, and its lines go to {self.path}"
+                   f"{'' if self.stdout_closed and self.stderr_closed else ' only'}")
+        self.log(message)
+        if not (self.stdout_closed and self.stderr_closed):
+            with contextlib.suppress(BrokenPipeError):
+                note(message, err=not err)
+                return
+            self._lose(not err)
 
     def close(self) -> None:
         if self.file is not None:
@@ -257,6 +394,17 @@ def refuse_unsafe_out(out: str, inputs: Sequence[str | None], overwrite: bool,
         if what:
             raise CLIError(f"{path} exists and is {what}: the run writes its log and lock "
                            f"beside --out; choose another --out (nothing was changed)")
+    log = str(log_path(out))
+    for name, path in zip(("--pairs", "--valid"), inputs, strict=False):
+        if path and os.path.exists(log) and os.path.exists(path) \
+                and os.path.samefile(log, path):
+            raise CLIError(f"{log} is the {name} file, and the run's log for --out {out}: "
+                           f"the run would append its lines to it; choose another --out "
+                           f"(the file is unchanged)")
+    if os.path.isfile(log) and not is_run_log(log):
+        raise CLIError(f"{log} exists and is not the log of a labformer run (it starts with "
+                       f"no run's header): the run appends its log there; choose another "
+                       f"--out, or move that file (it is unchanged)")
     if os.path.isfile(partial) and not (resume or overwrite):
         done = saved_epoch(partial)
         if done is not None and done[0] == done[1]:

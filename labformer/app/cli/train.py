@@ -16,12 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 from labformer.app.cli import runs
 from labformer.app.cli.common import (
+    CORPUS_HELD,
     CORPUS_PAIRS,
     CORPUS_SEED,
     DEFAULT_CHECKPOINT,
     CLIError,
     Say,
     columns,
+    corpus_size,
     count,
     note,
     os_reason,
@@ -96,7 +98,7 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument("--tgt-lang", default="en", help="target language (default en)")
     p.add_argument("--min-pairs", type=count, default=MIN_PAIRS,
                    help=f"refuse a --pairs file with fewer pairs (default {MIN_PAIRS})")
-    p.add_argument("--num-pairs", type=positive, default=CORPUS_PAIRS,
+    p.add_argument("--num-pairs", type=corpus_size(CORPUS_HELD + MIN_PAIRS), default=CORPUS_PAIRS,
                    help=f"generated corpus size (default {CORPUS_PAIRS})")
     p.add_argument("--batch-size", type=positive, default=None,
                    help="pairs per step (default: the recipe's: 48 quick, 96 paper)")
@@ -137,9 +139,11 @@ def _num_batches(n: int, batch_size: int) -> int:
     return sum(math.ceil(min(window, n - start) / batch_size) for start in range(0, n, window))
 
 
-def _check_batch(origin: str, out: str, batch_size: int, steps_per_epoch: int) -> None:
+def _check_batch(origin: str, out: str, batch_size: int, steps_per_epoch: int,
+                 source: dict[str, object]) -> None:
     """A resumed run continues with the batches of the file's run: the same batch size, so
-    the same steps an epoch (the file records its steps and epochs)."""
+    the same steps an epoch (the file records its steps and epochs). Other data (a smaller
+    pairs file) makes other steps too: that is for the resume check to name, not the batch."""
     from labformer.train import load_checkpoint
 
     try:
@@ -148,6 +152,8 @@ def _check_batch(origin: str, out: str, batch_size: int, steps_per_epoch: int) -
         steps = len(state["history"]["step_loss"])
     except (OSError, ValueError, KeyError, TypeError):
         return  # resuming reads the file again, and says what is wrong with it
+    if state.get("corpus") != source:
+        return  # other data: resuming says "its training data differs"
     if done > 0 and steps % done == 0 and steps // done != steps_per_epoch:
         raise CLIError(f"{origin} was trained with {steps // done} steps an epoch, this run "
                        f"makes {steps_per_epoch} (batch {batch_size}): resume with the "
@@ -278,7 +284,7 @@ def run(args: argparse.Namespace) -> int:
             elif existed:
                 origin = out
             if origin is not None and rank == 0:  # before any file is touched
-                _check_batch(origin, out, batch_size, steps_per_epoch)
+                _check_batch(origin, out, batch_size, steps_per_epoch, source)
             if origin == out and rank == 0:
                 try:
                     runs.copy_atomically(out, partial)
@@ -301,8 +307,25 @@ def run(args: argparse.Namespace) -> int:
         try:
             return _train(args, data, valid, source, config, batch_size, device, epochs,
                           steps_per_epoch, banner, origin, copied, existed, say, rank)
+        except BaseException as e:
+            # Whatever ends the run, its log says why (the screen may be gone: a closed pipe).
+            if not getattr(e, "reported", False):
+                say.log(f"labformer: the run stopped: {_why(e)}")
+            raise
         finally:
             say.close()
+
+
+def _why(error: BaseException) -> str:
+    """Why a run stopped, in one line, for its log."""
+    if isinstance(error, KeyboardInterrupt):
+        return "interrupted (Ctrl-C or SIGTERM)"
+    if isinstance(error, CLIError):
+        return str(error)
+    if isinstance(error, OSError):
+        return f"{error.filename + ': ' if error.filename else ''}{os_reason(error)}"
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}"
 
 
 

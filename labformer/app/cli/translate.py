@@ -5,11 +5,20 @@ from __future__ import annotations
 import argparse
 import codecs
 import os
+import shlex
 import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from labformer.app.cli.common import DEFAULT_CHECKPOINT, CLIError, beam, note, positive
+from labformer.app.cli.common import (
+    DEFAULT_CHECKPOINT,
+    MAX_INPUT,
+    CLIError,
+    beam,
+    note,
+    positive,
+    too_big,
+)
 
 if TYPE_CHECKING:
     from labformer.app.carry import Carried, Carry
@@ -57,9 +66,11 @@ def load(args: argparse.Namespace) -> Translator:
     warn_unverified(args.checkpoint, translator)
     if translator.unfinished is not None:
         done, planned = translator.unfinished
+        # A run's side file (OUT.partial) is continued by naming the run's --out.
+        out = str(args.checkpoint).removesuffix(".partial")
         note(f"labformer: warning: {args.checkpoint} is an unfinished run (saved after epoch "
              f"{done} of {planned}): it translates worse than the finished model would; "
-             f"finish it with labformer train --out {args.checkpoint} --resume (and the "
+             f"finish it with labformer train --out {shlex.quote(out)} --resume (and the "
              f"same options)", err=True)
     return translator
 
@@ -176,6 +187,9 @@ def _translate_lines(translator: Translator, carry: Carry, lines: list[str | Non
     return failed
 
 
+MAX_LINE = 2**20  # bytes: a line of standard input longer than this is not a sentence
+
+
 def _stdin_lines() -> Iterator[tuple[str | None, str]]:
     """Standard input a line at a time: (text, or None when the line is not valid UTF-8
     (nor UTF-16 with its byte-order mark), and why)."""
@@ -184,9 +198,12 @@ def _stdin_lines() -> Iterator[tuple[str | None, str]]:
         for line in sys.stdin:
             yield line.rstrip("\r\n"), ""
         return
-    first = stream.readline()
+    first = stream.readline(MAX_LINE + 1)
     if first.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        text = (first + stream.read()).decode("utf-16", errors="replace")
+        rest = stream.read(MAX_INPUT + 1 - len(first))
+        if len(first) + len(rest) > MAX_INPUT:
+            raise too_big("standard input (UTF-16)")
+        text = (first + rest).decode("utf-16", errors="replace")
         for line in text.splitlines():
             yield line, ""
         return
@@ -194,13 +211,17 @@ def _stdin_lines() -> Iterator[tuple[str | None, str]]:
     number = 0
     while raw:
         number += 1
+        if len(raw) > MAX_LINE:
+            raise CLIError(f"standard input: line {number} is longer than {MAX_LINE // 2**10} "
+                           f"KiB without a line break, the most labformer reads as one "
+                           f"sentence (binary data such as /dev/zero?): stopped there")
         try:
             yield raw.decode("utf-8").removeprefix("\ufeff" if number == 1 else "").rstrip(
                 "\r\n"), ""
         except UnicodeDecodeError as e:
             byte = raw[e.start:e.start + 1].hex().upper()
             yield None, f"byte 0x{byte} at position {e.start + 1} (Latin-1 or Windows-1252?)"
-        raw = stream.readline()
+        raw = stream.readline(MAX_LINE + 1)
 
 
 def run(args: argparse.Namespace) -> int:
