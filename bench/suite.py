@@ -1,8 +1,10 @@
 """Benchmarks of labformer against PyTorch's own modules, as ratios measured in one run.
 
 Each comparison times both sides in the same process, alternating them, after a warm-up, and
-quotes medians. A ratio is labformer's time over the peer's: below 1 means labformer is faster.
-Absolute times depend on the machine and its load; ratios measured side by side mostly do not.
+quotes medians. A ratio is labformer's measurement over the peer's: for a time, below 1 means
+labformer is faster; for a rate (the tokens/s of the language models, bench/lm.py), above 1
+does. Absolute times depend on the machine and its load; ratios measured side by side mostly
+do not.
 """
 
 from __future__ import annotations
@@ -20,8 +22,11 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from labformer import MultiHeadAttention, Transformer, TransformerConfig, sinusoidal_positions
+from labformer import Transformer, TransformerConfig, sinusoidal_positions
+from labformer.convert import mha_from_torch
 from labformer.decoding import beam_search, greedy_decode
+
+from .lm import bench_lm
 
 
 @dataclass
@@ -30,15 +35,16 @@ class Row:
 
     name: str
     ours: float  # labformer's measurement, in ``unit``
-    peer: float  # the reference's (a PyTorch module, or a peak rate), in ``unit``
+    peer: float | None  # the reference's (a PyTorch module, a peak rate), in ``unit``; None:
+    # the peer is not installed (the row says so)
     target: str  # e.g. "<= 1.2"; empty when the row is only reported
     ok: bool | None  # None when there is no target
     note: str = ""
-    unit: str = "ms"  # "ms" (a median time) or "GFLOP/s" (a rate)
+    unit: str = "ms"  # "ms" (a median time), "GFLOP/s", "tok/s" (rates), "nats" (a loss)
 
     @property
     def ratio(self) -> float:
-        return self.ours / self.peer
+        return math.nan if self.peer is None else self.ours / self.peer
 
 
 def time_pair(ours: Callable[[], object], peer: Callable[[], object], repeats: int,
@@ -64,7 +70,7 @@ def bench_mha(T: int, B: int = 32, d_model: int = 256, num_heads: int = 8,
     """Self-attention forward + backward, no weights returned, against nn.MultiheadAttention."""
     torch.manual_seed(0)
     peer = nn.MultiheadAttention(d_model, num_heads, batch_first=True)
-    ours = MultiHeadAttention.from_torch(peer)
+    ours = mha_from_torch(peer)
     x = torch.randn(B, T, d_model, requires_grad=True)
 
     def run_ours() -> None:
@@ -278,6 +284,7 @@ def run_all(tiny: bool = False, progress: Callable[[str], None] | None = None) -
     rows.extend(bench_decoding(tiny, repeats=1 if tiny else 5))
     say("the translator's two recipes (about 2.5 minutes)")
     rows.append(bench_recipes(tiny))
+    rows.extend(bench_lm(tiny, say))
     return rows
 
 
@@ -291,6 +298,9 @@ def to_markdown(rows: list[Row]) -> str:
     ]
     for r in rows:
         met = "" if r.ok is None else ("yes" if r.ok else "**no**")
+        if r.peer is None:  # a peer that is not installed: nothing measured
+            lines.append(f"| {r.name} | – | not installed | – | {r.target} |  | {r.note} |")
+            continue
         lines.append(f"| {r.name} | {r.ours:.3g} {r.unit} | {r.peer:.3g} {r.unit} | "
                      f"{r.ratio:.3g} | {r.target} | {met} | {r.note} |")
     return "\n".join(lines) + "\n"

@@ -56,7 +56,8 @@ _HOME: dict[str, tuple[str, ...]] = {
     "rnn": ("Seq2SeqRNN",),
     "attention": ("attention_with_weights", "AdditiveAttention"),
     "masks": ("causal_mask", "padding_mask", "combine_masks"),
-    "multihead": ("MultiHeadAttention", "record_attention"),
+    "multihead": ("MultiHeadAttention",),
+    "book.record": ("record_attention",),
     "positional": ("PositionalEncoding", "LearnedPositionalEncoding", "NoPositionalEncoding",
                    "sinusoidal_positions"),
     "layers": ("EncoderLayer", "DecoderLayer"),
@@ -81,6 +82,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time, __getattr__ imports on
     from .app.translate import Translator, train_translator
     from .attention import AdditiveAttention, attention_with_weights
     from .book.notebook import setup_notebook
+    from .book.record import record_attention
     from .decoding import beam_search, greedy_decode, length_penalty_factor, sequence_log_prob
     from .layers import DecoderLayer, EncoderLayer
     from .lm import LanguageModel
@@ -91,7 +93,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time, __getattr__ imports on
         soft_cross_entropy,
     )
     from .masks import causal_mask, combine_masks, padding_mask
-    from .multihead import MultiHeadAttention, record_attention
+    from .multihead import MultiHeadAttention
     from .positional import (
         LearnedPositionalEncoding,
         NoPositionalEncoding,

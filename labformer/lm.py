@@ -9,8 +9,8 @@ as many key/value heads as query heads); keyword switches give the parts of curr
 models, one at a time or together (``LanguageModelConfig.MODERN``):
 
 * ``norm_first=True``: Pre-LN (Xiong et al. 2020), with a final norm before the output;
-* ``norm="rmsnorm"``: :class:`~labformer.layers.RMSNorm` (Zhang & Sennrich 2019);
-* ``ffn="swiglu"``: :class:`~labformer.layers.SwiGLU` (Shazeer 2020);
+* ``norm="rmsnorm"``: :class:`~labformer.modern.RMSNorm` (Zhang & Sennrich 2019);
+* ``ffn="swiglu"``: :class:`~labformer.modern.SwiGLU` (Shazeer 2020);
 * ``positional="rope"``: :class:`~labformer.positional.RotaryEmbedding` (Su et al. 2021) on
   queries and keys, nothing added to the embeddings (also ``"learned"`` and ``"none"``);
 * ``num_kv_heads``: grouped-query attention (Ainslie et al. 2023), 1 = multi-query.
@@ -30,9 +30,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .layers import FeedForward, ResidualSublayer, RMSNorm, SwiGLU
+from .layers import FeedForward, ResidualSublayer
 from .masks import causal_mask, check_token_ids
-from .multihead import GroupedQueryAttention, KVCache
+from .modern import GroupedQueryAttention, RMSNorm, SwiGLU
+from .multihead import KVCache
 from .positional import (
     LearnedPositionalEncoding,
     NoPositionalEncoding,

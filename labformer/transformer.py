@@ -1,5 +1,8 @@
 """The Transformer (Vaswani et al. 2017, Figure 1): an encoder stack, a decoder stack, a generator.
 
+    memory = Encoder(Embedding(src) * sqrt(d_model) + PE)                  (Sections 3.1, 3.4, 3.5)
+    logits = Decoder(Embedding(tgt) * sqrt(d_model) + PE, memory) W_out
+
 ``Transformer(config)`` wires the parts together; ``encode`` / ``decode`` are exposed separately
 so that greedy decoding and beam search can reuse the encoder's memory and a key/value cache.
 """
@@ -79,37 +82,7 @@ class TransformerConfig:
     }
 
     def __post_init__(self) -> None:
-        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "num_heads", "d_ff",
-                     "max_len", "num_encoder_layers", "num_decoder_layers"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        if self.d_model % self.num_heads:
-            raise ValueError(
-                f"d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})"
-            )
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
-        if self.positional not in _POSITIONS:
-            raise ValueError(f"positional must be one of {', '.join(map(repr, _POSITIONS))}, "
-                             f"got {self.positional!r}")
-        for name in ("norm_first", "scale_scores", "residual", "encoder_positions"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
-        if isinstance(self.tie_embeddings, bool):  # the boolean of earlier versions
-            object.__setattr__(self, "tie_embeddings", "output" if self.tie_embeddings else "none")
-        if self.tie_embeddings not in _TIES:
-            raise ValueError(f"tie_embeddings must be one of {', '.join(map(repr, _TIES))} "
-                             f"(or True / False), got {self.tie_embeddings!r}")
-        if self.tie_embeddings == "all" and self.src_vocab_size != self.tgt_vocab_size:
-            raise ValueError(
-                "tie_embeddings='all' shares one matrix between both embeddings and the output, "
-                f"so it needs one vocabulary: src_vocab_size={self.src_vocab_size} and "
-                f"tgt_vocab_size={self.tgt_vocab_size} differ"
-            )
-        check_special_ids(
-            {name: getattr(self, name) for name in ("pad_id", "bos_id", "eos_id", "unk_id")},
-            {"src_vocab_size": self.src_vocab_size, "tgt_vocab_size": self.tgt_vocab_size},
-        )
+        _check_config(self)
 
     @classmethod
     def preset(cls, name: str, **overrides: Any) -> TransformerConfig:
@@ -123,35 +96,19 @@ class TransformerConfig:
         return dataclasses.replace(self, **changes)
 
 
-class _Stack(nn.Module):
-    """What the encoder and decoder share: N identical layers, then a final LayerNorm in the
-    Pre-LN form (where the residual stream is never normalised otherwise); none in Post-LN."""
+class Encoder(nn.Module):
+    """N encoder layers (Figure 1, left), as ``nn.TransformerEncoder``; in the Pre-LN form a
+    final LayerNorm, since the residual stream is never normalised otherwise."""
 
-    _layer: ClassVar[type[EncoderLayer] | type[DecoderLayer]]  # the layer type, and
-    _depth: ClassVar[str]  # the TransformerConfig field that counts them
-
-    def __init__(
-        self,
-        cfg: TransformerConfig,
-        *,
-        device: torch.device | str | None = None,
-        dtype: torch.dtype | None = None,
-    ) -> None:
+    def __init__(self, cfg: TransformerConfig, *, device: torch.device | str | None = None,
+                 dtype: torch.dtype | None = None) -> None:
         super().__init__()
         factory: dict[str, Any] = {"device": device, "dtype": dtype}
-        self.layers = nn.ModuleList(
-            self._layer(cfg.d_model, cfg.num_heads, cfg.d_ff, cfg.dropout, cfg.norm_first,
-                        residual=cfg.residual, scale_scores=cfg.scale_scores, **factory)
-            for _ in range(getattr(cfg, self._depth))  # N separate modules: no shared weights
-        )
+        self.layers = nn.ModuleList(  # N separate modules: no shared weights
+            EncoderLayer(cfg.d_model, cfg.num_heads, cfg.d_ff, cfg.dropout, cfg.norm_first,
+                         residual=cfg.residual, scale_scores=cfg.scale_scores, **factory)
+            for _ in range(cfg.num_encoder_layers))
         self.norm = nn.LayerNorm(cfg.d_model, **factory) if cfg.norm_first else nn.Identity()
-
-
-class Encoder(_Stack):
-    """N encoder layers (Figure 1, left), as ``nn.TransformerEncoder``."""
-
-    _layer = EncoderLayer
-    _depth = "num_encoder_layers"
 
     def forward(self, x: Tensor, *, mask: Tensor | None = None) -> Tensor:
         """x (B, S, d_model), mask (B, 1, 1, S), True = real token -> memory (B, S, d_model)."""
@@ -161,25 +118,19 @@ class Encoder(_Stack):
         return out
 
 
-class DecoderCache:
-    """Per-layer key/value caches for incremental decoding, and how many positions are done."""
+class Decoder(nn.Module):
+    """N decoder layers (Figure 1, right, below the output layer), as ``nn.TransformerDecoder``;
+    a final LayerNorm in the Pre-LN form, as :class:`Encoder`."""
 
-    def __init__(self, num_layers: int) -> None:
-        self.layers = [(KVCache(), KVCache(static=True)) for _ in range(num_layers)]
-        self.offset = 0  # positions already decoded; the next token's position
-
-    def reorder(self, index: Tensor) -> None:
-        """Keep batch rows ``index`` in every cache (beam search reorders hypotheses)."""
-        for self_cache, cross_cache in self.layers:
-            self_cache.reorder(index)
-            cross_cache.reorder(index)
-
-
-class Decoder(_Stack):
-    """N decoder layers (Figure 1, right, below the output layer), as ``nn.TransformerDecoder``."""
-
-    _layer = DecoderLayer
-    _depth = "num_decoder_layers"
+    def __init__(self, cfg: TransformerConfig, *, device: torch.device | str | None = None,
+                 dtype: torch.dtype | None = None) -> None:
+        super().__init__()
+        factory: dict[str, Any] = {"device": device, "dtype": dtype}
+        self.layers = nn.ModuleList(
+            DecoderLayer(cfg.d_model, cfg.num_heads, cfg.d_ff, cfg.dropout, cfg.norm_first,
+                         residual=cfg.residual, scale_scores=cfg.scale_scores, **factory)
+            for _ in range(cfg.num_decoder_layers))
+        self.norm = nn.LayerNorm(cfg.d_model, **factory) if cfg.norm_first else nn.Identity()
 
     def forward(
         self,
@@ -200,6 +151,20 @@ class Decoder(_Stack):
                       tgt_is_causal=tgt_is_causal)
         out: Tensor = self.norm(x)
         return out
+
+
+class DecoderCache:
+    """Per-layer key/value caches for incremental decoding, and how many positions are done."""
+
+    def __init__(self, num_layers: int) -> None:
+        self.layers = [(KVCache(), KVCache(static=True)) for _ in range(num_layers)]
+        self.offset = 0  # positions already decoded; the next token's position
+
+    def reorder(self, index: Tensor) -> None:
+        """Keep batch rows ``index`` in every cache (beam search reorders hypotheses)."""
+        for self_cache, cross_cache in self.layers:
+            self_cache.reorder(index)
+            cross_cache.reorder(index)
 
 
 class Transformer(nn.Module):
@@ -266,10 +231,7 @@ class Transformer(nn.Module):
         """Token ids (B, T) -> table(tokens) * sqrt(d_model) + positions offset.., then dropout.
 
         ``positions``: the module that adds them (default ``self.positions``)."""
-        if tokens.dim() != 2 or tokens.is_floating_point():
-            raise ValueError(f"expected integer token ids (B, T), got {tokens.dtype} "
-                             f"{tuple(tokens.shape)}")
-        check_token_ids(tokens, table.num_embeddings)
+        _check_tokens(tokens, table.num_embeddings)
         x = table(tokens) * math.sqrt(self.config.d_model)  # (B, T, d_model)
         out: Tensor = (positions or self.positions)(x, offset)
         return out
@@ -303,13 +265,7 @@ class Transformer(nn.Module):
         self-attention runs on PyTorch's causal kernels with no (B, 1, T, T) mask built. Real
         positions get the same logits; PAD positions (which no loss counts) differ.
         """
-        if memory.dim() != 3 or memory.shape[0] != tgt.shape[0]:
-            raise ValueError(f"memory must be (B, S, d_model) with B = {tgt.shape[0]}, "
-                             f"got {tuple(memory.shape)}")
-        if memory_mask is None:
-            raise ValueError("decode needs the memory_mask of the encoded source, "
-                             "model.src_mask(src) (B, 1, 1, S); None would attend to padding")
-        # Its shape is checked where it is used, by every cross-attention.
+        _check_memory(tgt, memory, memory_mask)
         T = tgt.shape[1]
         offset = 0 if cache is None else cache.offset
         x = self._embed(tgt, self.tgt_embed, offset)
@@ -332,9 +288,7 @@ class Transformer(nn.Module):
         """Teacher forcing: src (B, S), tgt_in (B, T) starting with BOS -> logits (B, T, V).
 
         ``tgt_is_causal``: tgt_in is right-padded, so no target mask is built (see decode)."""
-        if src.shape[0] != tgt_in.shape[0]:
-            raise ValueError(f"src and tgt_in batch sizes differ: {tuple(src.shape)} vs "
-                             f"{tuple(tgt_in.shape)}")
+        _check_batch(src, tgt_in)
         memory = self.encode(src)
         return self.decode(tgt_in, memory, self.src_mask(src), tgt_is_causal=tgt_is_causal)
 
@@ -345,3 +299,61 @@ class Transformer(nn.Module):
     def num_parameters(self) -> int:
         """Trainable parameters, shared (tied) ones counted once."""
         return sum(p.numel() for p in self.parameters() if p.requires_grad)
+
+
+# ---- checks of the arguments ----------------------------------------------------------------
+
+def _check_config(cfg: TransformerConfig) -> None:
+    for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "num_heads", "d_ff",
+                 "max_len", "num_encoder_layers", "num_decoder_layers"):
+        if getattr(cfg, name) <= 0:
+            raise ValueError(f"{name} must be positive, got {getattr(cfg, name)}")
+    if cfg.d_model % cfg.num_heads:
+        raise ValueError(
+            f"d_model ({cfg.d_model}) must be divisible by num_heads ({cfg.num_heads})"
+        )
+    if not 0.0 <= cfg.dropout < 1.0:
+        raise ValueError(f"dropout must be in [0, 1), got {cfg.dropout}")
+    if cfg.positional not in _POSITIONS:
+        raise ValueError(f"positional must be one of {', '.join(map(repr, _POSITIONS))}, "
+                         f"got {cfg.positional!r}")
+    for name in ("norm_first", "scale_scores", "residual", "encoder_positions"):
+        if not isinstance(getattr(cfg, name), bool):
+            raise ValueError(f"{name} must be True or False, got {getattr(cfg, name)!r}")
+    if isinstance(cfg.tie_embeddings, bool):  # the boolean of earlier versions
+        object.__setattr__(cfg, "tie_embeddings", "output" if cfg.tie_embeddings else "none")
+    if cfg.tie_embeddings not in _TIES:
+        raise ValueError(f"tie_embeddings must be one of {', '.join(map(repr, _TIES))} "
+                         f"(or True / False), got {cfg.tie_embeddings!r}")
+    if cfg.tie_embeddings == "all" and cfg.src_vocab_size != cfg.tgt_vocab_size:
+        raise ValueError(
+            "tie_embeddings='all' shares one matrix between both embeddings and the output, "
+            f"so it needs one vocabulary: src_vocab_size={cfg.src_vocab_size} and "
+            f"tgt_vocab_size={cfg.tgt_vocab_size} differ"
+        )
+    check_special_ids(
+        {name: getattr(cfg, name) for name in ("pad_id", "bos_id", "eos_id", "unk_id")},
+        {"src_vocab_size": cfg.src_vocab_size, "tgt_vocab_size": cfg.tgt_vocab_size},
+    )
+
+
+def _check_tokens(tokens: Tensor, vocab_size: int) -> None:
+    if tokens.dim() != 2 or tokens.is_floating_point():
+        raise ValueError(f"expected integer token ids (B, T), got {tokens.dtype} "
+                         f"{tuple(tokens.shape)}")
+    check_token_ids(tokens, vocab_size)
+
+
+def _check_memory(tgt: Tensor, memory: Tensor, memory_mask: Tensor | None) -> None:
+    if memory.dim() != 3 or memory.shape[0] != tgt.shape[0]:
+        raise ValueError(f"memory must be (B, S, d_model) with B = {tgt.shape[0]}, "
+                         f"got {tuple(memory.shape)}")
+    if memory_mask is None:  # its shape is checked where it is used, by every cross-attention
+        raise ValueError("decode needs the memory_mask of the encoded source, "
+                         "model.src_mask(src) (B, 1, 1, S); None would attend to padding")
+
+
+def _check_batch(src: Tensor, tgt_in: Tensor) -> None:
+    if src.shape[0] != tgt_in.shape[0]:
+        raise ValueError(f"src and tgt_in batch sizes differ: {tuple(src.shape)} vs "
+                         f"{tuple(tgt_in.shape)}")

@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import torch
 
+from labformer.book.record import record_attention
 from labformer.data import SentencePair, Vocab, lexicon, tokenize
-from labformer.multihead import record_attention
 
 
 def padded(rows: Sequence[Sequence[int]], pad_id: int) -> torch.Tensor:

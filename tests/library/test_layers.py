@@ -1,4 +1,5 @@
-"""labformer.layers: residual sublayer, FFN, encoder/decoder layers against PyTorch's."""
+"""labformer.layers: residual sublayer, FFN, encoder/decoder layers against PyTorch's (copied
+by labformer.convert)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from labformer.convert import decoder_layer_from_torch, encoder_layer_from_torch
 from labformer.layers import DecoderLayer, EncoderLayer, FeedForward, ResidualSublayer, residual
 from labformer.masks import causal_mask, from_key_padding_mask
 from labformer.multihead import KVCache, MultiHeadAttention
@@ -140,7 +142,7 @@ KPM = torch.tensor([[False] * 6, [False, False, False, False, True, True]])  # T
 @pytest.mark.parametrize("masks", ["none", "padding", "causal", "both"])
 def test_encoder_layer_matches_torch(norm_first, train, masks):
     ref = _torch_enc(norm_first)
-    ours = EncoderLayer.from_torch(ref)
+    ours = encoder_layer_from_torch(ref)
     assert ours.norm_first is norm_first
     ref.train(train), ours.train(train)
     x = torch.randn(2, 6, D)
@@ -168,7 +170,7 @@ def test_encoder_layer_matches_torch(norm_first, train, masks):
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_encoder_layer_gradients_match_torch(norm_first):
     ref = _torch_enc(norm_first).train()
-    ours = EncoderLayer.from_torch(ref).train()
+    ours = encoder_layer_from_torch(ref).train()
     x1 = torch.randn(2, 6, D, requires_grad=True)
     x2 = x1.detach().clone().requires_grad_()
     ours(x1, mask=causal_mask(6)).pow(2).sum().backward()
@@ -183,7 +185,7 @@ def test_encoder_layer_gradients_match_torch(norm_first):
 @pytest.mark.parametrize("padding", [False, True])
 def test_decoder_layer_matches_torch(norm_first, train, padding):
     ref = _torch_dec(norm_first)
-    ours = DecoderLayer.from_torch(ref)
+    ours = decoder_layer_from_torch(ref)
     ref.train(train), ours.train(train)
     x, memory = torch.randn(2, 5, D), torch.randn(2, 6, D)
     tgt_kpm = torch.tensor([[False] * 5, [False, False, False, True, True]])
@@ -202,7 +204,7 @@ def test_decoder_layer_matches_torch(norm_first, train, padding):
 def test_decoder_layer_from_torch_copies_norm3_and_eps():
     ref = nn.TransformerDecoderLayer(D, H, FF, dropout=0.0, batch_first=True, layer_norm_eps=1e-3)
     _randomise(ref, 5)
-    ours = DecoderLayer.from_torch(ref)
+    ours = decoder_layer_from_torch(ref)
     assert ours.sublayer3.norm.eps == 1e-3
     assert torch.equal(ours.sublayer3.norm.weight, ref.norm3.weight)
     assert torch.equal(ours.cross_attn.out_proj.weight, ref.multihead_attn.out_proj.weight)
@@ -216,7 +218,8 @@ def test_from_torch_keeps_dtype_and_eval_disables_every_dropout(kind):
     ref = cls(D, H, FF, dropout=0.3, batch_first=True, dtype=torch.float64)
     _randomise(ref)
     ref.eval()
-    ours = (EncoderLayer if kind == "encoder" else DecoderLayer).from_torch(ref).eval()
+    copy = encoder_layer_from_torch if kind == "encoder" else decoder_layer_from_torch
+    ours = copy(ref).eval()
     assert {p.dtype for p in ours.parameters()} == {torch.float64}
     x = torch.randn(2, 5, D, dtype=torch.float64)
     inputs = (x,) if kind == "encoder" else (x, torch.randn(2, 6, D, dtype=torch.float64))
@@ -246,7 +249,7 @@ def test_layer_masks_are_keyword_only():
 
 
 def test_encoder_layer_permutation_equivariant_not_invariant():
-    layer = EncoderLayer.from_torch(_torch_enc(False)).eval()
+    layer = encoder_layer_from_torch(_torch_enc(False)).eval()
     x = torch.randn(2, 6, D)
     perm = torch.tensor([5, 2, 0, 4, 1, 3])
     out, out_p = layer(x), layer(x[:, perm])
@@ -255,7 +258,7 @@ def test_encoder_layer_permutation_equivariant_not_invariant():
 
 
 def test_decoder_layer_cache_matches_full():
-    layer = DecoderLayer.from_torch(_torch_dec(True)).eval()
+    layer = decoder_layer_from_torch(_torch_dec(True)).eval()
     x, memory = torch.randn(2, 4, D), torch.randn(2, 6, D)
     mem_mask = from_key_padding_mask(KPM)
     full = layer(x, memory, tgt_mask=causal_mask(4), memory_mask=mem_mask)
@@ -266,10 +269,10 @@ def test_decoder_layer_cache_matches_full():
 
 def test_from_torch_rejects_unsupported_layers():
     with pytest.raises(ValueError, match="ReLU"):
-        EncoderLayer.from_torch(nn.TransformerEncoderLayer(D, H, FF, activation="gelu",
-                                                           batch_first=True))
+        encoder_layer_from_torch(nn.TransformerEncoderLayer(D, H, FF, activation="gelu",
+                                                            batch_first=True))
     with pytest.raises(ValueError, match="batch_first"):
-        EncoderLayer.from_torch(nn.TransformerEncoderLayer(D, H, FF, batch_first=False))
+        encoder_layer_from_torch(nn.TransformerEncoderLayer(D, H, FF, batch_first=False))
     with pytest.raises(ValueError, match="ReLU"):
-        DecoderLayer.from_torch(nn.TransformerDecoderLayer(D, H, FF, activation="gelu",
-                                                           batch_first=True))
+        decoder_layer_from_torch(nn.TransformerDecoderLayer(D, H, FF, activation="gelu",
+                                                            batch_first=True))

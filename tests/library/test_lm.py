@@ -13,10 +13,12 @@ from torch import nn
 
 import labformer
 import labformer.lm as lm_module
-from labformer.layers import EncoderLayer, FeedForward, RMSNorm, SwiGLU
+from labformer.book.record import record_attention
+from labformer.layers import EncoderLayer, FeedForward
 from labformer.lm import DecoderOnlyLayer, LanguageModel, LanguageModelConfig, LMCache
 from labformer.masks import causal_mask
-from labformer.multihead import GroupedQueryAttention, KVCache, MultiHeadAttention, record_attention
+from labformer.modern import GroupedQueryAttention, RMSNorm, SwiGLU
+from labformer.multihead import KVCache, MultiHeadAttention
 from labformer.positional import RotaryEmbedding, sinusoidal_positions
 
 from _helpers import assert_close, not_close

@@ -1,4 +1,5 @@
-"""labformer.multihead: MultiHeadAttention against nn.MultiheadAttention, caches, recording."""
+"""labformer.multihead: MultiHeadAttention against nn.MultiheadAttention (copied by
+labformer.convert), caches, recording (labformer.book.record)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
+from labformer.book.record import record_attention
+from labformer.convert import mha_from_torch
 from labformer.masks import causal_mask, from_key_padding_mask
-from labformer.multihead import KVCache, MultiHeadAttention, record_attention
+from labformer.multihead import KVCache, MultiHeadAttention
 
 from _helpers import assert_close, not_close, random_mask
 
@@ -23,7 +26,7 @@ def _pair(d_model=D, heads=H, bias=True, seed=0):
         with torch.no_grad():
             ref.in_proj_bias.normal_()
             ref.out_proj.bias.normal_()
-    return ref.eval(), MultiHeadAttention.from_torch(ref).eval()
+    return ref.eval(), mha_from_torch(ref).eval()
 
 
 def _inputs(B=2, T_q=5, T_k=6, d_model=D, seed=1):
@@ -94,11 +97,11 @@ def test_from_torch_without_bias():
 
 def test_from_torch_rejects_unsupported():
     with pytest.raises(ValueError, match="kdim"):
-        MultiHeadAttention.from_torch(nn.MultiheadAttention(8, 2, kdim=4, vdim=4))
+        mha_from_torch(nn.MultiheadAttention(8, 2, kdim=4, vdim=4))
     with pytest.raises(ValueError, match="kdim"):
-        MultiHeadAttention.from_torch(nn.MultiheadAttention(8, 2, add_bias_kv=True))
+        mha_from_torch(nn.MultiheadAttention(8, 2, add_bias_kv=True))
     with pytest.raises(ValueError, match="kdim"):
-        MultiHeadAttention.from_torch(nn.MultiheadAttention(8, 2, add_zero_attn=True))
+        mha_from_torch(nn.MultiheadAttention(8, 2, add_zero_attn=True))
 
 
 @pytest.mark.parametrize("mask_kind", ["none", "causal", "padding"])
@@ -184,7 +187,7 @@ def test_from_torch_keeps_dtype():
     ref = nn.MultiheadAttention(D, H, batch_first=True, dtype=torch.float64).eval()
     with torch.no_grad():
         ref.in_proj_bias.normal_()
-    mha = MultiHeadAttention.from_torch(ref).eval()
+    mha = mha_from_torch(ref).eval()
     assert {p.dtype for p in mha.parameters()} == {torch.float64}
     q, k, v = (t.double() for t in _inputs())
     out, w = mha(q, k, v)

@@ -11,7 +11,7 @@ import pytest
 import torch
 from torch import nn
 
-from labformer.multihead import record_attention
+from labformer.book.record import record_attention
 from labformer.transformer import DecoderCache, Transformer, TransformerConfig
 
 from _helpers import assert_close, not_close
