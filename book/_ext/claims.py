@@ -84,15 +84,20 @@ def chinese_number(text: str) -> str:
 
 #: "12.5 %" in Chinese text: no space before the percent sign.
 PERCENT_SPACE = re.compile(r"(\d)(</span>)? %")
-#: "3324 分之一" ("one part in 3324"): written 1/3324, as Chinese technical prose does.
-PART_OF = re.compile(r'(<span class="pasted-text">)?(\d[\d.,]*)(</span>)?\s*分之一\s*')
+#: The rules of the Chinese edition's prose (book/locales/zh_CN/prose.json).
+PROSE = json.loads((CATALOGUE.parent / "prose.json").read_text(encoding="utf-8"))
+#: "one part in 3324" in Chinese words (prose.json's "part_of"): written 1/3324, as Chinese
+#: technical prose does.
+PART_OF = re.compile(r'(<span class="pasted-text">)?(\d[\d.,]*)(</span>)?\s*'
+                     + re.escape(PROSE["part_of"].split("{n}")[1].strip()) + r"\s*")
 PASTED = re.compile(r'<span class="pasted-text">([^<]*)</span>')
 PRE = re.compile(r"(<pre\b.*?</pre>)", re.S)
 
 
 def chinese_prose(body: str) -> str:
     """A Chinese page's HTML with its numbers written the Chinese way outside code blocks:
-    glued values through :func:`chinese_number`, no space before %, "N 分之一" as 1/N."""
+    glued values through :func:`chinese_number`, no space before %, "one part in N" as 1/N
+    (:data:`PART_OF`)."""
 
     def prose(part: str) -> str:
         part = PASTED.sub(lambda m: f'<span class="pasted-text">{chinese_number(m.group(1))}'

@@ -24,20 +24,21 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCALE_DIR = ROOT / "book" / "locales"
-#: The Chinese edition's title; everything else on its pages comes from the catalogues.
-TITLE = {"zh_CN": "labformer：注意力机制与 Transformer，逐段执行"}
-#: The table of contents' part captions (_toc.yml), which no catalogue holds.
-CAPTIONS = {"zh_CN": {"Attention": "注意力", "The Transformer": "Transformer",
-                      "Beyond the translator": "翻译器之外", "Appendix": "附录"}}
-#: Sphinx settings that hold words the reader sees (the toggle hints, the search box), in the
-#: edition's language (labformer_book.py translates hidden cells' prompts); the English edition
-#: keeps the defaults.
-UI = {"zh_CN": {"togglebutton_hint": "点击显示", "togglebutton_hint_hide": "点击隐藏"}}
-SEARCH_BAR = {"zh_CN": "搜索本书…"}
-#: The footer's author line ("作者：" is the theme's): in the edition's language.
-AUTHOR = {"zh_CN": "labformer 的作者们"}
 #: One gettext catalogue per page, no source line numbers (they churn on every edit).
 GETTEXT = {"gettext_compact": False, "gettext_location": False, "gettext_uuid": False}
+
+
+def interface(language: str) -> dict[str, Any]:
+    """A translated edition's words that its configuration holds, from
+    LOCALE_DIR/LANGUAGE/interface.json ({} for an edition without one, which keeps the
+    defaults): its "title" and "author" (the footer's author line; the word before it is the
+    theme's), the table of contents' part "captions" (_toc.yml, which no catalogue holds), the
+    "search_bar" text, and "sphinx_config": Sphinx settings that hold words the reader sees (the
+    toggle hints; labformer_book.py translates hidden cells' prompts). Everything else on a
+    translated edition's pages comes from the catalogues."""
+    path = LOCALE_DIR / language / "interface.json"
+    words: dict[str, Any] = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    return words
 
 
 def edition_config(edition: str) -> dict[str, Any]:
@@ -55,19 +56,20 @@ def edition_config(edition: str) -> dict[str, Any]:
     language, _, draft = edition.partition("-")
     if draft == "draft":
         config["execute"]["execute_notebooks"] = "off"
-    if language in TITLE and draft in {"", "draft"}:
-        config["title"] = TITLE[language]
-        config["author"] = AUTHOR[language]
+    words = interface(language)
+    if words and draft in {"", "draft"}:
+        config["title"] = words["title"]
+        config["author"] = words["author"]
         sphinx["config"]["language"] = language
         sphinx["config"]["locale_dirs"] = [str(LOCALE_DIR)]
-        sphinx["config"].update(UI[language])
+        sphinx["config"].update(words["sphinx_config"])
         # sphinx.config replaces html_theme_options whole: start from what _config.yml's html
         # section makes of them, as jupyter-book converts it
         from jupyter_book.config import yaml_to_sphinx
 
         theme = json.loads(json.dumps(yaml_to_sphinx(config)[0].get("html_theme_options", {})))
         sphinx["config"]["html_theme_options"] = {**theme,
-                                                  "search_bar_text": SEARCH_BAR[language]}
+                                                  "search_bar_text": words["search_bar"]}
     elif edition != "gettext":
         raise SystemExit(f"unknown edition {edition!r}: choose zh_CN, zh_CN-draft or gettext")
     return config
@@ -76,11 +78,11 @@ def edition_config(edition: str) -> dict[str, Any]:
 def edition_toc(language: str) -> dict[str, Any]:
     """_toc.yml with the part captions in the edition's language (the pages are the same)."""
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    words = CAPTIONS.get(language, {})
+    words = interface(language).get("captions", {})
     for part in toc.get("parts", []):
         if part.get("caption") not in words:
             raise SystemExit(f"_toc.yml: no {language} caption for {part.get('caption')!r} "
-                             "in book/_ext/editions.py CAPTIONS")
+                             f"in book/locales/{language}/interface.json's captions")
         part["caption"] = words[part["caption"]]
     return toc
 
@@ -94,7 +96,7 @@ def main(argv: list[str]) -> int:
     out.write_text(yaml.safe_dump(edition_config(argv[1]), allow_unicode=True,
                                   sort_keys=False), encoding="utf-8")
     language = argv[1].partition("-")[0]
-    if language in CAPTIONS:
+    if "captions" in interface(language):
         toc = ROOT / "_build" / f"_toc.{language}.yml"
         toc.write_text(yaml.safe_dump(edition_toc(language), allow_unicode=True,
                                       sort_keys=False), encoding="utf-8")

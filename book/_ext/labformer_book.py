@@ -12,9 +12,10 @@ glossary entry below the chapters that use the term (search_scorer.js).
 Two editions, English and Chinese, come from the same notebooks (Sphinx's gettext catalogues in
 ``book/locales``; ``book/_ext/editions.py`` builds the Chinese one into ``_build/html/zh``).
 Every page links to the same page in the other edition (``add_language_switch``), and numbers
-glued into a translated paragraph come from the notebook's own outputs (``glue_in_translations``).
-A glued figure shows the twin of its edition, ``KEY_zh`` (a diagram with Chinese labels), when
-the notebook glued one (``edition_figures``).
+glued into a translated paragraph come from the notebook's own outputs (``eval_role``). A glued
+figure shows the twin of its edition, ``KEY_zh`` (a diagram with Chinese labels), when the
+notebook glued one (``value_figure``). What these read of myst-nb beyond its public interface
+is in ``mystnb_patches.py``, with the version it was written for (checked in ``setup``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import html
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -39,6 +41,37 @@ EXPLORER_MARKER = 'class="lf-explorer"'
 PLOTLY_JS = "vendor/plotly-cartesian.min.js"
 PLOTLY_VERSION = "4.1.1"
 EXPLORER_JS = "labformer-explorer.js"
+#: The words that the build writes around the pages (the pages' own text is in
+#: LC_MESSAGES/book/*.po): LOCALES/LANGUAGE/interface.json for the interface (the hidden cells'
+#: toggles, the themes' hard-coded words, the language switch, links to chapters), and
+#: LOCALES/LANGUAGE/scripts/NAME.json for the words of each page script NAME.js. The themes'
+#: and Sphinx's own words are translated by LOCALES/LANGUAGE/LC_MESSAGES/sphinx.po, which
+#: Sphinx reads before its own catalogue.
+LOCALES = Path(__file__).resolve().parents[1] / "locales"
+
+
+def catalogue(language: str | None, name: str) -> dict[str, Any]:
+    """LOCALES/LANGUAGE/NAME, or {} for an edition without one (the English)."""
+    path = LOCALES / (language or "en") / name
+    table: dict[str, Any] = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    return table
+
+
+def script_words(language: str | None, script: str) -> str:
+    """A page script's words in the edition's language, as the JSON that the script reads
+    from ``<script type="application/json" id="lf-words-NAME">``; "" for the English edition
+    (the scripts hold their English words)."""
+    words = catalogue(language, f"scripts/{Path(script).stem}.json")
+    return json.dumps(words, ensure_ascii=False).replace("</", "<\\/") if words else ""
+
+
+def add_script_words(app: Sphinx, script: str, priority: int) -> None:
+    """:func:`script_words` on the page (on every page when called before the build), ahead
+    of the script (a lower ``priority``)."""
+    body = script_words(app.config.language, script)
+    if body:
+        app.add_js_file(None, priority=priority, body=body, type="application/json",
+                        id=f"lf-words-{Path(script).stem}")
 
 
 def plotly_js_path() -> Path:
@@ -57,6 +90,7 @@ def add_explorer_scripts(app: Sphinx, pagename: str, templatename: str,
     """On pages that hold an explorer: plotly.js, then the explorer script (both deferred)."""
     if EXPLORER_MARKER in context.get("body", ""):
         app.add_js_file(PLOTLY_JS, priority=600, defer="defer")
+        add_script_words(app, EXPLORER_JS, priority=601)
         app.add_js_file(EXPLORER_JS, priority=601, defer="defer")
 
 
@@ -96,12 +130,18 @@ register_plugin("pybtex.style.labels", "labformer-author-year", AuthorYearLabels
 register_plugin("pybtex.style.formatting", "labformer", LabformerStyle)
 
 
+def add_page_words(app: Sphinx, config: Any) -> None:
+    """labformer.js, on every page (_config.yml's html_js_files), finds its words ahead of it."""
+    add_script_words(app, "labformer.js", priority=400)
+
+
 def use_search_scorer(app: Sphinx, config: Any) -> None:
     """Search ranks glossary entries below chapters (search_scorer.js, by absolute path).
 
-    The Chinese index is cut into words by jieba, which splits the book's terms (自注意力 into
-    自 and 注意力): its word list (search_words.zh_CN.txt) keeps each term whole, so that a
-    search for 自注意力 finds the pages that use it, not every page about 注意力."""
+    The Chinese index is cut into words by jieba, which splits the book's terms
+    (self-attention into "self" and "attention"): its word list (search_words.zh_CN.txt) keeps
+    each term whole, so that a search for self-attention finds the pages that use it, not
+    every page about attention."""
     config.html_search_scorer = str(Path(__file__).with_name("search_scorer.js"))
     words = Path(__file__).with_name(f"search_words.{config.language}.txt")
     if words.is_file():
@@ -110,7 +150,14 @@ def use_search_scorer(app: Sphinx, config: Any) -> None:
 
 #: Where each edition lives, relative to the English site's root.
 EDITIONS = {"en": "", "zh_CN": "zh/"}
-SWITCH_LABEL = {"en": "中文", "zh_CN": "English"}
+
+
+def switch_label(language: str) -> str:
+    """The switch's label on an edition's pages: the other edition's name, in its own language
+    (the Chinese edition's: its interface catalogue's "edition_name")."""
+    if language != "en":
+        return "English"
+    return str(catalogue("zh_CN", "interface.json").get("edition_name", "zh_CN"))
 
 
 #: On the switch: land on the section the reader is reading (both editions share section ids).
@@ -137,47 +184,17 @@ def add_language_switch(app: Sphinx, pagename: str, templatename: str,
     href = language_switch_href(language, pagename)
     context["body"] = (
         f'<p class="lf-language-switch"><a href="{href}" hreflang="{other}" lang="{other}" '
-        f'rel="alternate" onclick="{KEEP_PLACE}">{SWITCH_LABEL[language]}</a></p>\n'
+        f'rel="alternate" onclick="{KEEP_PLACE}">{switch_label(language)}</a></p>\n'
         + context["body"])
 
 
-#: The words of myst-nb's toggles over hidden cells, which no catalogue holds: per edition.
-TOGGLE_WORDS = {
-    "zh_CN": {
-        "Show code cell source": "显示代码", "Hide code cell source": "隐藏代码",
-        "Show code cell outputs": "显示输出", "Hide code cell outputs": "隐藏输出",
-        "Show code cell content": "显示代码与输出", "Hide code cell content": "隐藏代码与输出",
-        "Show solution": "显示答案", "Hide solution": "隐藏答案",
-        "Toggle hidden content": "显示或隐藏",
-        "Show the imports": "显示导入的模块", "Hide the imports": "隐藏导入的模块",
-        # The prompts of collapsed cells (their code_prompt_show and code_prompt_hide), each
-        # chapter's in turn; tests/notebooks/test_book_cells.py holds this list to the notebooks.
-        "Show how 16 random layers are measured at each width":
-            "显示如何在每个宽度上测量 16 个随机层",
-        "Hide how 16 random layers are measured at each width":
-            "隐藏如何在每个宽度上测量 16 个随机层",
-        "Show how memory, depth and time are measured": "显示内存、深度与时间如何测量",
-        "Hide how memory, depth and time are measured": "隐藏内存、深度与时间如何测量",
-        "Show the comparison with the formula written out": "显示与展开写出的公式的比较",
-        "Hide the comparison with the formula written out": "隐藏与展开写出的公式的比较",
-        "Show the imports (Transformer, residual connection)":
-            "显示导入的模块（Transformer、残差连接）",
-        "Show how each setting is trained": "显示每种设置如何训练",
-        "Hide how each setting is trained": "隐藏每种设置如何训练",
-        "Show the imports (Transformer and its layers)": "显示导入的模块（Transformer 及其各层）",
-        "Show how the dropouts are counted": "显示如何统计随机失活模块",
-        "Hide how the dropouts are counted": "隐藏如何统计随机失活模块",
-        "Show the imports (masks and layers)": "显示导入的模块（掩码与各层）",
-        "Show the imports (losses, label smoothing)": "显示导入的模块（损失函数、标签平滑）",
-        "Show the imports (greedy decoding, beam search)": "显示导入的模块（贪心解码、束搜索）",
-        "Show the learning-rate tuning table": "显示学习率调优表",
-        "Hide the learning-rate tuning table": "隐藏学习率调优表",
-        "Show how the GRU is trained at equal CPU time":
-            "显示门控循环单元如何以相同的处理器时间训练",
-        "Hide how the GRU is trained at equal CPU time":
-            "隐藏门控循环单元如何以相同的处理器时间训练",
-    },
-}
+#: The words of myst-nb's toggles over hidden cells, which no catalogue of myst-nb holds, per
+#: edition: interface.json's "toggles", with the prompts of collapsed cells (their
+#: code_prompt_show and code_prompt_hide), each chapter's in turn;
+#: tests/notebooks/test_book_cells.py holds that list to the notebooks.
+TOGGLE_WORDS: dict[str, dict[str, str]] = {
+    language: words for language in EDITIONS
+    if (words := catalogue(language, "interface.json").get("toggles"))}
 
 
 def translate_toggles(app: Sphinx, pagename: str, templatename: str,
@@ -192,67 +209,6 @@ def translate_toggles(app: Sphinx, pagename: str, templatename: str,
                             f"admonition-title\">{translated}</p>")
         body = body.replace(f'aria-label="{english}"', f'aria-label="{translated}"')
     context["body"] = body
-
-
-def glue_in_translations() -> None:
-    """Lets a translated paragraph use {glue:text} like the paragraph it translates.
-
-    Sphinx parses each translated message as a small document of its own, which myst-nb reads
-    as Markdown without the notebook's outputs, so a glued number in a translation would find
-    no value. The notebook's renderer, recorded while its page is read, is lent to them. A key
-    with the edition's language appended (``KEY_zh``), when the notebook glued one, takes the
-    place of ``KEY`` in a translation: sentences a chapter generates come in both languages.
-    """
-    import myst_nb.ext.glue.roles as glue_roles
-    import myst_nb.ext.glue.utils as glue_utils
-    import myst_nb.sphinx_ as nb_sphinx
-
-    if getattr(nb_sphinx.load_renderer, "_records", False):
-        return
-    renderers: dict[str, Any] = {}
-    reading: list[str] = [""]
-    load_renderer, parse = nb_sphinx.load_renderer, nb_sphinx.Parser.parse
-    retrieve = glue_roles.retrieve_glue_data
-
-    def recording_load_renderer(name: str) -> Any:
-        cls = load_renderer(name)
-
-        def make(*args: Any, **kwargs: Any) -> Any:
-            renderers[reading[0]] = renderer = cls(*args, **kwargs)
-            return renderer
-        return make
-
-    def reading_parse(self: Any, inputstring: str, document: Any) -> None:
-        env = getattr(document.settings, "env", None) or self.env
-        if not document.current_source.endswith("<translated>"):
-            reading[0] = env.docname
-        parse(self, inputstring, document)
-
-    def lending_retrieve(document: Any, key: str) -> Any:
-        if not str(document.current_source).endswith("<translated>"):
-            return retrieve(document, key)
-        # A translation prefers the key's edition: "ch13_verdict_zh" over "ch13_verdict", so
-        # a chapter can glue a generated sentence in each language.
-        language = (document.settings.env.config.language or "").split("_")[0]
-        lent = "nb_renderer" not in document
-        if lent:
-            renderer = renderers.get(document.settings.env.docname)
-            if renderer is None:
-                return retrieve(document, key)
-            document["nb_renderer"] = renderer  # lent for this lookup only: the document
-        try:                                    # is pickled later
-            try:
-                return retrieve(document, f"{key}_{language}")
-            except glue_utils.RetrievalError:
-                return retrieve(document, key)
-        finally:
-            if lent:
-                del document["nb_renderer"]
-
-    recording_load_renderer._records = True  # type: ignore[attr-defined]
-    nb_sphinx.load_renderer = recording_load_renderer
-    nb_sphinx.Parser.parse = reading_parse  # type: ignore[method-assign]
-    glue_roles.retrieve_glue_data = lending_retrieve
 
 
 #: A diagram's alt text: the <title> of its SVG (labformer.book.diagrams writes it in the edition's
@@ -271,62 +227,6 @@ def chinese_alt(english: str) -> str:
 
     table = json.loads(ALT_ZH.read_text(encoding="utf-8")) if ALT_ZH.is_file() else {}
     return table.get(" ".join(english.split()), english)
-
-
-def edition_figures() -> None:
-    """A glued figure shows its edition's twin, with the picture's own alt text.
-
-    ``{glue:figure} KEY`` in the Chinese edition shows ``KEY_zh`` when the notebook glued one
-    (a diagram or a plot with Chinese labels), else ``KEY``. A figure given no ``:alt:`` takes
-    the <title> of its SVG, which labformer.book.diagrams writes in the language of its labels, or
-    else the text glued as ``KEY_alt`` (``KEY_alt_zh`` in the Chinese edition).
-    """
-    import myst_nb.ext.glue.directives as glue_directives
-    import myst_nb.ext.glue.utils as glue_utils
-
-    if getattr(glue_directives.retrieve_glue_data, "_edition", False):
-        return
-    retrieve = glue_directives.retrieve_glue_data
-
-    def edition_retrieve(document: Any, key: str) -> Any:
-        env = getattr(document.settings, "env", None)
-        language = ((env.config.language if env else None) or "en").split("_")[0]
-        if language != "en":
-            try:
-                return retrieve(document, f"{key}_{language}")
-            except glue_utils.RetrievalError:
-                pass
-        return retrieve(document, key)
-
-    figure_run = glue_directives.PasteFigureDirective.run
-
-    def run_with_alt(self: Any) -> Any:
-        env = getattr(self.state.document.settings, "env", None)
-        language = ((env.config.language if env else None) or "en").split("_")[0]
-        if "alt" in self.options and language == "zh":
-            self.options["alt"] = chinese_alt(self.options["alt"])
-        if "alt" not in self.options:
-            try:
-                data = edition_retrieve(self.document, self.arguments[0])
-            except glue_utils.RetrievalError:
-                data = None  # the directive reports the missing key itself
-            svg = data.data.get("image/svg+xml") if data is not None else None
-            title = SVG_TITLE.search(svg if isinstance(svg, str) else "")
-            if title:
-                self.options["alt"] = html.unescape(title.group(1)).strip()
-            else:  # a plot: its alt text glued as KEY_alt (and KEY_alt_zh)
-                try:
-                    alt = edition_retrieve(self.document, f"{self.arguments[0]}_alt")
-                except glue_utils.RetrievalError:
-                    alt = None
-                text = alt.data.get("text/plain") if alt is not None else None
-                if isinstance(text, str):
-                    self.options["alt"] = ast.literal_eval(text).strip()
-        return figure_run(self)
-
-    edition_retrieve._edition = True  # type: ignore[attr-defined]
-    glue_directives.retrieve_glue_data = edition_retrieve
-    glue_directives.PasteFigureDirective.run = run_with_alt  # type: ignore[method-assign]
 
 
 #: ``{eval}`` in the chapters names a value the notebook glued (``labformer.book.notebook.glue``):
@@ -353,9 +253,13 @@ def eval_role(name: str, rawtext: str, text: str, lineno: int, inliner: Any,
               options: dict[str, Any] | None = None,
               content: Any = ()) -> tuple[list[Any], list[Any]]:
     """``{eval}`` on the page: the glued value's text, formatted as the f-string asks; a glued
-    Markdown value (``IPython.display.Markdown``) is rendered as Markdown."""
-    import myst_nb.ext.glue.roles as glue_roles
-    import myst_nb.ext.glue.utils as glue_utils
+    Markdown value (``IPython.display.Markdown``) is rendered as Markdown.
+
+    A translated paragraph uses ``{eval}`` like the paragraph it translates (Sphinx parses it
+    without the notebook's outputs: mystnb_patches.glue_source lends it the page's), and
+    prefers the key of its edition, ``KEY_zh``, when the notebook glued one: a chapter can
+    glue a generated sentence in each language."""
+    import mystnb_patches as nb
 
     parsed = eval_key(text)
     if parsed is None:
@@ -364,17 +268,29 @@ def eval_role(name: str, rawtext: str, text: str, lineno: int, inliner: Any,
             f"{text!r}", line=lineno)
         return [inliner.problematic(rawtext, rawtext, message)], [message]
     key, spec = parsed
-    if not spec:
-        try:
-            data = glue_roles.retrieve_glue_data(inliner.document, key)
-        except glue_utils.RetrievalError:
-            data = None  # the text role reports the missing key itself
-        if data is not None and "text/markdown" in data.data:
-            return glue_roles.PasteMarkdownRole()(name, rawtext, key, lineno, inliner,
-                                                   options or {}, content)
-    glued = f"{key}:{spec}" if spec else key
-    return glue_roles.PasteTextRole()(name, rawtext, glued, lineno, inliner, options or {},
-                                      content)
+    document = inliner.document
+    with nb.glue_source(document):
+        key = nb.edition_key(document, key, translations_only=True)
+        data = None if spec else nb.glued(document, key)  # a missing key: the role reports it
+        markdown = data is not None and "text/markdown" in data.data
+        return nb.paste_text(markdown, name, rawtext, f"{key}:{spec}" if spec else key,
+                             lineno, inliner, options or {}, content)
+
+
+def figure_alt(document: Any, key: str) -> str | None:
+    """The alt text of a glued figure given no ``:alt:``: the <title> of its SVG, which
+    labformer.book.diagrams writes in the language of its labels, or else the text glued as
+    ``KEY_alt`` (``KEY_alt_zh`` in the Chinese edition). Inside mystnb_patches.glue_source."""
+    import mystnb_patches as nb
+
+    data = nb.glued(document, nb.edition_key(document, key, translations_only=False))
+    svg = data.data.get("image/svg+xml") if data is not None else None
+    title = SVG_TITLE.search(svg if isinstance(svg, str) else "")
+    if title:
+        return html.unescape(title.group(1)).strip()
+    alt = nb.glued(document, nb.edition_key(document, f"{key}_alt", translations_only=False))
+    text = alt.data.get("text/plain") if alt is not None else None
+    return ast.literal_eval(text).strip() if isinstance(text, str) else None
 
 
 def value_figure() -> type:
@@ -384,9 +300,10 @@ def value_figure() -> type:
     the value the notebook glued as KEY (a diagram, a plot, an explorer), with the caption that
     follows: JupyterLab's MyST renderer draws the same cell from the learner's kernel. A
     figure with an argument is Sphinx's own. ``:class:`` is the figure's class here, as in
-    MyST's own figure."""
+    MyST's own figure. The Chinese edition shows ``KEY_zh`` when the notebook glued one (a
+    diagram or a plot with Chinese labels); the alt text is ``:alt:`` (in the Chinese edition
+    its translation, :func:`chinese_alt`), else :func:`figure_alt`."""
     from docutils.parsers.rst import directives
-    from myst_nb.ext.glue.directives import PasteFigureDirective
     from sphinx.directives.patches import Figure
 
     class ValueFigure(Figure):  # type: ignore[misc]
@@ -395,6 +312,8 @@ def value_figure() -> type:
         option_spec = {**Figure.option_spec, "class": directives.class_option}
 
         def run(self) -> list[Any]:
+            import mystnb_patches as nb
+
             if self.arguments:
                 return list(super().run())
             lines = list(self.content)
@@ -410,10 +329,18 @@ def value_figure() -> type:
             rest = first + 1
             while rest < len(lines) and not lines[rest].strip():
                 rest += 1
-            paste = PasteFigureDirective(
-                "glue:figure", [match.group("key")], options, self.content[rest:], self.lineno,
-                self.content_offset + rest, self.block_text, self.state, self.state_machine)
-            return list(paste.run())
+            document = self.state.document
+            key = match.group("key")
+            with nb.glue_source(document):
+                if "alt" in options and nb.edition(document) == "zh":
+                    options["alt"] = chinese_alt(options["alt"])
+                if "alt" not in options:
+                    alt = figure_alt(document, key)
+                    if alt:
+                        options["alt"] = alt
+                return nb.paste_figure(
+                    self, nb.edition_key(document, key, translations_only=False), options,
+                    self.content[rest:], self.content_offset + rest)
 
     return ValueFigure
 
@@ -440,24 +367,28 @@ CJK_CHAR = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
 
 
 def chinese_chapter_links(app: Sphinx, doctree: Any, docname: str) -> None:
-    """In the Chinese edition a link to a chapter reads 第 N 章《标题》 (another page:
-    《标题》), as Chinese prose names a chapter, and no space separates it from the Chinese
-    characters beside it (the catalogues' messages keep the spaces that Markdown needs around
-    a role)."""
+    """In the Chinese edition a link to a chapter reads as Chinese prose names a chapter
+    ("chapter N" and the title in title marks: interface.json's "chapter_link"; another page:
+    its "page_link"), and no space separates it from the Chinese characters beside it (the
+    catalogues' messages keep the spaces that Markdown needs around a role)."""
     from docutils import nodes
 
     if not (app.config.language or "").startswith("zh"):
         return
+    words = catalogue(app.config.language, "interface.json")
+    # a title that already reads so (a link written by hand): as it is
+    written = tuple(words[k].split("{")[0].strip() for k in ("chapter_link", "page_link"))
     for ref in list(doctree.findall(nodes.reference)):
         inline = ref.children[0] if ref.children else None
         if not isinstance(inline, nodes.inline) or "doc" not in inline.get("classes", []):
             continue
         target = str(ref.get("refuri", "")).split("#")[0].removesuffix(".html")
         title = inline.astext().strip()
-        if not title or title.startswith(("第", "《")):
+        if not title or title.startswith(written):
             continue
         chapter = CHAPTER_FILE.search(target)
-        text = f"第 {int(chapter['n'])} 章《{title}》" if chapter else f"《{title}》"
+        text = (words["chapter_link"].format(n=int(chapter["n"]), title=title) if chapter
+                else words["page_link"].format(title=title))
         inline.children = [nodes.Text(text)]
         parent, index = ref.parent, ref.parent.index(ref)
         for neighbour, side in ((index - 1, "end"), (index + 1, "start")):
@@ -473,37 +404,38 @@ def chinese_chapter_links(app: Sphinx, doctree: Any, docname: str) -> None:
                 parent.replace(node, nodes.Text(stripped))
 
 
-#: The interface words the themes write in English whatever the language (hard-coded in their
-#: templates, or left untranslated in their catalogues), in the Chinese edition's words.
-INTERFACE_ZH = {
-    "Link to this heading": "链接到此标题", "Link to this image": "链接到此图",
-    "Link to this table": "链接到此表", "Link to this code": "链接到此代码",
-    "Link to this equation": "链接到此公式", "Link to this definition": "链接到此定义",
-    "Toggle primary sidebar": "显示或隐藏目录栏", "Toggle secondary sidebar": "显示或隐藏本页目录",
-    "Color mode": "颜色模式", "System Settings": "跟随系统设置", "Main": "主导航",
-    "Page": "本页", "Section Navigation": "章节导航", "Site navigation": "网站导航",
-}
+#: The interface words the themes write in English whatever the language, hard-coded in their
+#: templates (interface.json's "theme"; the words they translate, LC_MESSAGES/sphinx.po does),
+#: the words of their catalogues that the edition writes otherwise ("theme_text"; the themes'
+#: own catalogues, such as sphinx-book-theme's, cannot be overridden from the book's) and an
+#: index entry of a glossary term ("index_term").
+INTERFACE_WORDS: dict[str, dict[str, Any]] = {
+    language: {key: words[key] for key in ("theme", "theme_text", "index_term")}
+    for language in EDITIONS if (words := catalogue(language, "interface.json"))}
 INTERFACE_ATTR = re.compile(r'\b(title|aria-label|data-bs-title)="([^"]*)"')
 #: An entry of the index page that names a glossary term (its English name, as Sphinx files it).
 INDEX_TERM = re.compile(r'(<a href="[^"]*glossary\.html#term-[^"]*"><strong>)([^<]+)'
                         r'(</strong></a>)')
 
 
-def chinese_interface(page: str, terms: dict[str, str]) -> str:
+def chinese_interface(page: str, terms: dict[str, str], language: str = "zh_CN") -> str:
     """A Chinese page's HTML with the themes' English interface words (tooltips,
     screen-reader labels, the PDF button) in Chinese; on the index page each glossary term
     reads as its Chinese term of record, the English name after it. ``terms``: the glossary's
     English names, lower case, to their Chinese terms."""
+    words = INTERFACE_WORDS[language]
     page = INTERFACE_ATTR.sub(
-        lambda m: f'{m.group(1)}="{INTERFACE_ZH.get(m.group(2), m.group(2))}"', page)
-    page = page.replace("列印成 PDF", "打印为 PDF")
+        lambda m: f'{m.group(1)}="{words["theme"].get(m.group(2), m.group(2))}"', page)
+    for theirs, ours in words["theme_text"].items():
+        page = page.replace(theirs, ours)
 
     def term(match: re.Match[str]) -> str:
         english = html.unescape(match.group(2)).lower()
         chinese = terms.get(english)
         if not chinese or chinese.lower() == english:  # BLEU, softmax: kept as they are
             return match.group(0)
-        return f"{match.group(1)}{html.escape(chinese)}{match.group(3)}（{match.group(2)}）"
+        entry = f"{match.group(1)}{html.escape(chinese)}{match.group(3)}"
+        return str(words["index_term"]).format(term=entry, english=match.group(2))
 
     return INDEX_TERM.sub(term, page)
 
@@ -520,25 +452,31 @@ def translate_interface(app: Sphinx, exception: Exception | None) -> None:
              for name in term.english}
     for path in Path(app.outdir).rglob("*.html"):
         page = path.read_text(encoding="utf-8")
-        changed = chinese_interface(page, terms)
+        changed = chinese_interface(page, terms, app.config.language)
         if changed != page:
             path.write_text(changed, encoding="utf-8")
 
 
 def extensions_digest() -> int:
-    """A number that changes whenever a file of book/_ext changes. Sphinx re-reads every page
+    """A number that changes whenever a file of book/_ext or an interface catalogue
+    (LOCALES/*/interface.json, LOCALES/*/scripts/*.json, LOCALES/*/LC_MESSAGES/sphinx.po)
+    changes. Sphinx re-reads every page
     when an extension's ``env_version`` changes, so an edit to an extension reaches pages that
     were built before it (without it, only changed sources are rebuilt)."""
     digest = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
+    for path in [*sorted(Path(__file__).parent.glob("*.py")),
+                 *sorted(LOCALES.glob("*/interface.json")),
+                 *sorted(LOCALES.glob("*/scripts/*.json")),
+                 *sorted(LOCALES.glob("*/LC_MESSAGES/sphinx.po"))]:
         digest.update(path.name.encode() + path.read_bytes())
     return int(digest.hexdigest()[:12], 16)
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
+    import mystnb_patches
+
     plotly_js_path()  # fail at the start of a build, not at its end
-    glue_in_translations()
-    edition_figures()
+    mystnb_patches.check_versions()  # what the book reads of myst-nb's internals still fits
     app.add_role("eval", eval_role, override=True)
     app.add_directive("figure", value_figure(), override=True)
     app.connect("doctree-resolved", alt_from_svg_title)
@@ -547,6 +485,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("html-page-context", add_language_switch)
     app.connect("html-page-context", translate_toggles)
     app.connect("config-inited", use_search_scorer)
+    app.connect("config-inited", add_page_words)
     app.connect("html-page-context", add_explorer_scripts)
     return {"version": "1.0", "env_version": extensions_digest(), "parallel_read_safe": True,
             "parallel_write_safe": True}

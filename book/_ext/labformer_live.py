@@ -17,6 +17,7 @@ examples. Here:
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import shutil
 from pathlib import Path
@@ -28,10 +29,18 @@ from sphinx.errors import ExtensionError
 MARKER = 'class="lf-live"'
 LIVE_JS = "labformer-live.js"
 LIVE_CSS = "labformer-live.css"
-#: The widget's text for readers without JavaScript, as labformer.app.export writes it, per
-#: language.
-FALLBACK = '<p class="lf-live-fallback">The live translator needs JavaScript.</p>'
-FALLBACK_ZH = '<p class="lf-live-fallback">实时翻译器需要启用 JavaScript。</p>'
+#: The widget's text for readers without JavaScript, as labformer.app.export writes it; a
+#: translated edition's is its interface catalogue's "live_fallback".
+FALLBACK = '<p class="lf-live-fallback">{}</p>'
+FALLBACK_EN = "The live translator needs JavaScript."
+LOCALES = Path(__file__).resolve().parents[1] / "locales"
+
+
+def fallback(language: str | None) -> str:
+    """The text for readers without JavaScript in the edition's language."""
+    path = LOCALES / (language or "en") / "interface.json"
+    words = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    return FALLBACK.format(words.get("live_fallback", FALLBACK_EN))
 MODEL = re.compile(r'data-lf-model="([^"/\\]+\.js)" data-lf-model-sha256="([0-9a-f]{64})"')
 
 
@@ -42,11 +51,15 @@ def live_dir(app: Sphinx) -> Path:
 
 def add_live_files(app: Sphinx, pagename: str, templatename: str,
                    context: dict[str, Any], doctree: Any) -> None:
-    """On pages that hold the live translator: its script and style sheet, and the text for
-    readers without JavaScript in the edition's language."""
+    """On pages that hold the live translator: its script, its words in the edition's language
+    (labformer_book.add_script_words) and style sheet, and the text for readers without
+    JavaScript in the edition's language."""
     if MARKER in context.get("body", ""):
-        if (app.config.language or "").startswith("zh"):
-            context["body"] = context["body"].replace(FALLBACK, FALLBACK_ZH)
+        import labformer_book
+
+        context["body"] = context["body"].replace(FALLBACK.format(FALLBACK_EN),
+                                                  fallback(app.config.language))
+        labformer_book.add_script_words(app, LIVE_JS, priority=610)
         app.add_js_file(LIVE_JS, priority=610, defer="defer")
         app.add_css_file(LIVE_CSS, priority=610)
 

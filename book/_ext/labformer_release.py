@@ -8,6 +8,7 @@ checks they agree), and this extension puts it in the book's footer.
 from __future__ import annotations
 
 import ast
+import json
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +17,11 @@ from sphinx.config import Config
 
 ROOT = Path(__file__).resolve().parents[2]
 
-FOOTER = {
-    "en": ('labformer {version} · code: <a href="{licence}">MIT</a> · text and figures: '
-           '<a href="{content}">CC BY 4.0</a> · <a href="{citation}">cite this book</a>'),
-    "zh_CN": ('labformer {version} · 代码：<a href="{licence}">MIT</a> · 文字与图：'
-              '<a href="{content}">CC BY 4.0</a> · <a href="{citation}">引用本书</a>'),
-}
+#: The footer in English; a translated edition's is its interface catalogue's "footer"
+#: (book/locales/LANGUAGE/interface.json), with the same fields.
+FOOTER = ('labformer {version} · code: <a href="{licence}">MIT</a> · text and figures: '
+          '<a href="{content}">CC BY 4.0</a> · <a href="{citation}">cite this book</a>')
+LOCALES = ROOT / "book" / "locales"
 
 
 def version() -> str:
@@ -39,7 +39,9 @@ def version() -> str:
 def footer(language: str | None, static: str = "_static/") -> str:
     """The footer's HTML in the edition's language (English unless the edition is Chinese);
     ``static`` is the page's relative path to the site's _static folder."""
-    template = FOOTER.get(language or "en", FOOTER["en"])
+    path = LOCALES / (language or "en") / "interface.json"
+    words = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    template = words.get("footer", FOOTER)
     return template.format(version=version(), licence=f"{static}LICENSE.txt",
                            content=f"{static}LICENSE-CONTENT.txt",
                            citation=f"{static}CITATION.cff.txt")

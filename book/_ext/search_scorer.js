@@ -3,7 +3,8 @@
 // so a reader searching "attention" got a screen of one-line definitions first. Glossary
 // results keep their order among themselves but rank below the chapters that teach them.
 // A chapter whose title holds the whole query ranks above the chapters that only use it,
-// the one whose title the query fills most first (自注意力 before 带注意力的序列到序列模型):
+// the one whose title the query fills most first (in Chinese, "self-attention" before
+// "sequence-to-sequence with attention", whose title also holds it):
 // Sphinx scores every title word alike and breaks ties by the alphabet.
 var Scorer = {
   query: function () {

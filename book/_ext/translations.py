@@ -10,8 +10,9 @@ translation keeps every glued value, citation, cross-reference, glossary target,
 code span and link target of the English text (the text around them is free). A page keeps the
 terminology of record when, for every glossary term its English text marks with {term} (or uses,
 for a term of several words), its Chinese text uses the glossary's Chinese term
-(book/glossary.md, the 【...】 of each entry). Known mistranslations
-of the field's words never appear. tests/book/test_translations.py runs the same checks.
+(book/glossary.md, the Chinese in black lenticular brackets of each entry). Known
+mistranslations of the field's words (book/locales/zh_CN/prose.json) never appear.
+tests/book/test_translations.py runs the same checks.
 """
 
 from __future__ import annotations
@@ -29,34 +30,20 @@ ROOT = Path(__file__).resolve().parents[2]
 CATALOGUES = ROOT / "book" / "locales" / "zh_CN" / "LC_MESSAGES" / "book"
 GLOSSARY = ROOT / "book" / "glossary.md"
 
+#: The rules of the Chinese prose (also read by claims.py, which writes its numbers).
+PROSE = json.loads((ROOT / "book" / "locales" / "zh_CN" / "prose.json").read_text(
+    encoding="utf-8"))
 #: Words that look like translations of the field's terms but are wrong, with the right one.
-MISTRANSLATIONS = {
-    "变压器": "Transformer", "变形金刚": "Transformer", "转换器模型": "Transformer",
-    "逻辑值": "logits", "对数几率": "logits",
-    "贪婪解码": "贪心解码", "贪婪搜索": "贪心解码",
-    "光束搜索": "束搜索", "波束搜索": "束搜索",
-    "自我注意": "自注意力", "多头部": "多头注意力", "注意力头部": "注意力头",
-    "层标准化": "层归一化", "批标准化": "批归一化",
-    "批量归一化": "批归一化", "批规范化": "批归一化",
-    "剩余连接": "残差连接",
-    "热身": "学习率预热", "预热学习率": "学习率预热",
-    "口罩": "掩码", "面具": "掩码", "遮罩": "掩码", "蒙版": "掩码",
-    "令牌": "词元", "标记化": "分词",
-    "教师强迫": "教师强制", "标签平滑化": "标签平滑",
-    "位置编码器": "位置编码",
-    "软最大": "softmax", "柔性最大值": "softmax",
-    "头的形状": "形状",
-    "交叉熵损失函数值": "交叉熵",
-}
-#: Correct Chinese that an earlier list banned, kept here so that a test proves each passes:
-#: d2l-zh's terms, which the glossary gives beside the book's (层规范化, 批量规范化, 暂退法,
-#: 强制教学, 遮蔽, 基于位置的前馈网络, 隐状态), the glossary's own 跳跃连接 (skip connection),
-#: 集束搜索 (a common name of beam search), 位置嵌入 (a learned position embedding is not a
-#: positional encoding) and the everyday 开头 ("the start of").
-ACCEPTED = ("层规范化", "批量规范化", "暂退法", "强制教学", "遮蔽", "基于位置的前馈网络", "隐状态",
-            "跳跃连接", "集束搜索", "位置嵌入", "开头")
+MISTRANSLATIONS: dict[str, str] = PROSE["mistranslations"]
+#: Correct Chinese that an earlier list banned, kept so that a test proves each passes: d2l-zh's
+#: terms, which the glossary gives beside the book's (layer normalisation, batch normalisation,
+#: dropout, teacher forcing, masking, position-wise feed-forward network, hidden state), the
+#: glossary's own word for a skip connection, a common name of beam search, a learned position
+#: embedding (which is not a positional encoding) and the everyday "the start of".
+ACCEPTED: tuple[str, ...] = tuple(PROSE["accepted"])
 #: Glossary terms that are also everyday English words, used so in the prose (a page that says
-#: "the memory of a laptop" need not say 记忆): not checked page by page.
+#: "the memory of a laptop" need not say the glossary's word for memory): not checked page
+#: by page.
 EVERYDAY = {"memory", "head", "baseline", "temperature", "alignment", "token", "value", "key",
             "query", "gradient", "mask", "padding", "entropy", "look-ahead", "checkpoint",
             "embedding", "encoder", "decoder", "vocabulary", "sublayer", "bottleneck",
@@ -112,6 +99,14 @@ def prose_words(text: str) -> int:
     return len(re.findall(r"[A-Za-z]{2,}", rest))
 
 
+#: The glossary's markup of an entry's Chinese: the term of record and its alternatives in
+#: black lenticular brackets, the alternatives in full-width parentheses, separated by
+#: full-width commas, enumeration commas or commas.
+TERMS = ("\N{LEFT BLACK LENTICULAR BRACKET}", "\N{RIGHT BLACK LENTICULAR BRACKET}")
+ALTERNATIVES = ("\N{FULLWIDTH LEFT PARENTHESIS}", "\N{FULLWIDTH RIGHT PARENTHESIS}")
+SEPARATORS = "\N{FULLWIDTH COMMA}\N{IDEOGRAPHIC COMMA},"
+
+
 @dataclass(frozen=True)
 class Term:
     english: tuple[str, ...]
@@ -119,18 +114,20 @@ class Term:
 
 
 def glossary_terms(path: Path = GLOSSARY) -> list[Term]:
-    """Each glossary entry's English spellings and its Chinese forms from 【main（alt，alt）】."""
+    """Each glossary entry's English spellings and its Chinese forms from its markup
+    (:data:`TERMS`, :data:`ALTERNATIVES`)."""
     text = path.read_text(encoding="utf-8")
     body = text[text.index("```{glossary}"):]
     terms = []
     for block in body.split("\n\n"):
         names = [line for line in block.strip("\n").split("\n")
                  if line and not line.startswith((" ", "```", ":"))]
-        match = re.search(r"【([^】]*)】", block)
+        match = re.search(f"{TERMS[0]}([^{TERMS[1]}]*){TERMS[1]}", block)
         if not names or not match:
             continue
-        main, _, alts = match.group(1).partition("（")
-        forms = [main.strip()] + [a.strip() for a in re.split(r"[，、,]", alts.rstrip("）"))]
+        main, _, alts = match.group(1).partition(ALTERNATIVES[0])
+        forms = [main.strip()] + [a.strip() for a in
+                                  re.split(f"[{SEPARATORS}]", alts.rstrip(ALTERNATIVES[1]))]
         terms.append(Term(tuple(names), tuple(f for f in forms if f)))
     return terms
 

@@ -12,11 +12,17 @@
   var WORDS = {
     en: { kind: "kind", layer: "layer", head: "head", query: "query", key: "key",
           weight: "weight", layerN: "layer {n}", headN: "head {n}",
-          missing: "The interactive view needs plotly.min.js, which did not load." },
-    zh: { kind: "类型", layer: "层", head: "头", query: "查询", key: "键",
-          weight: "权重", layerN: "第 {n} 层", headN: "头 {n}",
-          missing: "交互视图需要 plotly.min.js，但它没有加载。" }
+          missing: "The interactive view needs plotly.min.js, which did not load." }
   };
+
+  // The edition's words: its catalogue (book/locales/LANG/scripts/labformer-explorer.json),
+  // which the build (book/_ext/labformer_book.py) writes into the page as
+  // <script type="application/json" id="lf-words-labformer-explorer">; English where it has
+  // no word.
+  function editionWords() {
+    var node = document.getElementById("lf-words-labformer-explorer");
+    return Object.assign({}, WORDS.en, node ? JSON.parse(node.textContent) : {});
+  }
 
   function language() {
     var lang = (document.documentElement.getAttribute("lang") || "").toLowerCase();
@@ -62,7 +68,7 @@
     var source = root.querySelector("script.lf-explorer-data");
     if (!source || root.getAttribute("data-lf-ready")) return;
     var fallback = root.querySelector(".lf-explorer-fallback");
-    var zh = language() === "zh", words = WORDS[zh ? "zh" : "en"];
+    var zh = language() === "zh", words = editionWords();
     if (!window.Plotly) {
       if (fallback) fallback.textContent = words.missing;
       return;

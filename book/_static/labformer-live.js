@@ -753,6 +753,9 @@
   function whole(source) { return new RegExp("^(?:" + source + ")$", "u"); }  // re.fullmatch
   var INT = whole(ND + "+"), DECIMAL = whole(ND + "+[.,]" + ND + "+");
   var THOUSANDS = whole(ND + "{3}"), GROUP = whole(ND + "{2,4}");
+  var THOUSANDS_DECIMAL = whole(ND + "{3}[.,]" + ND + "+");  // the last group of "1 234,56"
+  var GLUED_TIME = whole("(" + ND + "{1,2})h(" + ND + "{2})?");  // French "14h30", "7h30", "9h"
+  var INVISIBLE = /^\p{Cf}+$/u;  // zero-width and right-to-left marks
   var ORDINAL = whole("(" + ND + "+)(?:er|re|ère|e|ème|eme|è|nd|nde)");  // 1er, 2e, 3ème
   var DATE = whole(ND + "{1,2}/" + ND + "{1,2}/" + ND + "{2,4}");  // 03/04/2025
   var MINUS = ["-", "\u2212", "\u2013"];
@@ -833,16 +836,16 @@
     var hour = group.hour, period = group.text || null;
     function mm(m) { return ("0" + m).slice(-2); }
     if (meridiem === null && period === null) {
-      return [group.minute === null ? hour + ":00" : hour + ":" + mm(group.minute), null];
+      return [group.sign + (group.minute === null ? hour + ":00" : hour + ":" + mm(group.minute)), null];
     }
     if (period === null) period = hour % 24 < 12 ? "a.m." : "p.m.";
     else if (period === "p.m." && hour < 12) hour += 12;
     hour = hour % 12 || 12;
-    return [group.minute === null ? String(hour) : hour + ":" + mm(group.minute), period];
+    return [group.sign + (group.minute === null ? String(hour) : hour + ":" + mm(group.minute)), period];
   }
 
   function NumberGroup(kind, fields) {
-    return Object.assign({ kind: kind, text: "", hour: 0, minute: null, width: 1 }, fields);
+    return Object.assign({ kind: kind, text: "", hour: 0, minute: null, width: 1, sign: "" }, fields);
   }
 
   // Carry: placeholders around one model's vocabularies (tables: Carry.tables).
@@ -888,7 +891,12 @@
 
   // Carry._format: a number in the target's form (7,25 -> 7.25; 2 000 -> 2,000).
   Carry.prototype.format = function (tokens) {
-    if (tokens.length > 1) return thousands(tokens.join(""));
+    if (tokens.length > 1) {  // thousands groups, perhaps with decimals: "1 234,56"
+      var joined = tokens.join(""), decimal = /[.,]/.exec(tokens[tokens.length - 1]);
+      if (!decimal) return thousands(joined);
+      var parts = joined.split(/[.,]/);
+      return thousands(parts[0]) + (this.tgtText.lang === "en" ? "." : decimal[0]) + parts[1];
+    }
     var token = tokens[0];
     if (this.decimalComma && this.tgtText.lang === "en" && token.indexOf(",") >= 0) return token.replace(/,/g, ".");
     return token;
@@ -906,7 +914,15 @@
     var copies = new Map();  // source word -> its placeholder
     var i = 0;
     while (i < tokens.length) {
-      var token = tokens[i], took = this.number(tokens, i, prepared, out);
+      var token = tokens[i];
+      if (INVISIBLE.test(token)) {  // an invisible mark: not for the model, but named
+        prepared.notes.push("left out an invisible character (" + Array.from(token).map(function (c) {
+          return "U+" + c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0");
+        }).join(" ") + ")");
+        i += 1;
+        continue;
+      }
+      var took = this.number(tokens, i, prepared, out);
       if (took) { i += took; continue; }
       // A sentence starts here: after nothing, a full stop, an opening quote, a colon.
       var isFirst = i === 0 || ["«", "\"", ":", ".", "!", "?", "…", "("].indexOf(tokens[i - 1]) >= 0;
@@ -926,6 +942,8 @@
         }
         if (copies.has(token)) word = copies.get(token);
         else prepared.unknown.push(token);
+      } else if (!(word in src)) {
+        prepared.unknown.push(token);  // a symbol it does not know (€, an emoji)
       }
       out.push(word);
       i += 1;
@@ -967,6 +985,12 @@
       out.push(token in src || closest === null ? token : closest[1]);
       return 1;
     }
+    var glued = GLUED_TIME.exec(token);
+    if (glued && toInt(glued[1]) <= 24 && (glued[2] === undefined || toInt(glued[2]) < 60)) {
+      // "14h30" is "14 h 30": the model reads it spaced, as it learned it
+      var spaced = [glued[1], "h"].concat(glued[2] === undefined ? [] : [glued[2]]);
+      return this.time(spaced.concat(tokens.slice(i + 1)), 0, prepared, out) - spaced.length + 1;
+    }
     if (shape(token) === null) return 0;
     var j = i + 1;  // "2 000 000": one number, written 2,000,000
     var phone = token.charAt(0) === "0" && chars(token).length > 1 && INT.test(token);
@@ -974,6 +998,7 @@
       while (j < tokens.length && GROUP.test(tokens[j])) j += 1;
     } else if (INT.test(token) && chars(token).length <= 3) {
       while (j < tokens.length && THOUSANDS.test(tokens[j])) j += 1;
+      if (j < tokens.length && THOUSANDS_DECIMAL.test(tokens[j])) j += 1;  // "1 234,56"
     }
     var group = tokens.slice(i, j), after = j < tokens.length ? tokens[j] : "", self = this;
     if (group.length === 1 && INT.test(token) && toInt(token) <= 24 && HOUR_MARKS.indexOf(after) >= 0) {
@@ -993,12 +1018,12 @@
     return group.length;
   };
 
-  // Carry._signed: a minus sign before a number (kept), a time or a date (left to the model).
+  // Carry._signed: a minus sign before a number, a time or a date: kept before it.
   Carry.prototype.signed = function (sign, tokens, prepared, out) {
     var taken = this.number(tokens, 0, prepared, out), k = prepared.numbers.length - 1;
     var group = prepared.numbers[k];
-    if (group.kind === "number") prepared.numbers[k] = Object.assign({}, group, { text: sign + group.text });
-    else out.splice(out.length - 1, 0, sign);
+    if (group.kind === "time") prepared.numbers[k] = Object.assign({}, group, { sign: sign });  // "-7 h 30"
+    else prepared.numbers[k] = Object.assign({}, group, { text: sign + group.text });
     return taken;
   };
 
@@ -1169,15 +1194,13 @@
     return { score: score, reasons: reasons, flagged: reasons.length > 0 };
   };
 
-  // The reasons in assess's words (English) or the edition's.
+  // The reasons in assess's words (English) or the edition's (REASONS.edition, from the
+  // page's catalogue: edition()).
   var REASONS = {
     en: { empty: "the translation is empty",
           unsure: "the model is unsure (log-probability {score} a token, {least} at the least)",
           unknown: "words it read as unknown: {words}", lost: "not carried over: {words}",
-          copies: "the output copies the source", length: "{out} words for {src} in the source" },
-    zh: { empty: "译文为空", unsure: "模型没有把握（每个词元的对数概率为 {score}，最低 {least}）",
-          unknown: "被当作未知词读入的词：{words}", lost: "没能带到译文中：{words}",
-          copies: "译文照抄了源句", length: "译文 {out} 个词，源句 {src} 个词" }
+          copies: "the output copies the source", length: "{out} words for {src} in the source" }
   };
   function reasonText(reason, lang) { return fmt(REASONS[lang || "en"][reason[0]], reason[1]); }
 
@@ -1240,40 +1263,23 @@
       limits: "What the page does not do: it offers neither --max-length (a sentence longer " +
               "than the model reads is refused) nor --no-carry; its beam search uses the " +
               "length penalty set here, where labformer translate --beam uses none (α = 0 " +
-              "gives its output)."
-    },
-    zh: {
-      intro: "输入一句由生成语料中的词组成的法语句子。本页训练的翻译器就在你的浏览器里运行，" +
-             "不向任何地方发送数据。它的译法与 labformer translate 相同（第 12 章）：逐句翻译，" +
-             "把模型没见过的数字、时刻和名字带到译文中，并给出同样的警告。",
-      load: "加载模型并翻译", go: "翻译",
-      loading: "正在加载模型……", ready: "模型已加载：{n} 个参数。",
-      failed: "模型未能加载（{why}）。下面的例子是构建时预先算好的。",
-      examples: "构建时预先算好的例子：", example: "例子",
-      greedy: "贪心解码", beam: "束搜索", width: "束宽", alpha: "长度惩罚 α",
-      output: "译文：", unknown: "不在词表中、读作 <unk> 的词：",
-      names: "不在模型词表中、按原样（作为名字）带到译文中的词：",
-      lost: "没能带到译文中的内容：", note: "提示：",
-      nothing: "译文为空：模型还没有学会翻译这句话。",
-      flagged: "很可能译错了：", assessed: "分数：{score}（每个词元的平均对数概率，即 " +
-              "labformer translate --scores 打印的值）。",
-      sentence: "第 {n} 句，模型读入的样子：",
-      tokens: "读入的词元：", cross: "贪心译文的交叉注意力",
-      layer: "层", head: "头", query: "查询", key: "键", weight: "权重",
-      hyps: "束中的假设", score: "得分", logp: "对数概率",
-      unfinished: "（在长度上限内没有 EOS）", none: "（空：第一个词元就是 EOS）", time: "在本浏览器中用时 {ms} 毫秒。",
-      empty: "请先输入一句话。", long: "这句话超出了模型能读的长度。",
-      noword: "这一行没有任何单词：没有可翻译的内容。",
-      other: "这个模型文件不是生成这些例子时所用的那个：上面的例子和检查针对的是本书的模型。",
-      limits: "本页不做的事：它不提供 --max-length（超出模型长度的句子会被拒绝），也不提供 " +
-              "--no-carry；它的束搜索使用这里设定的长度惩罚，而 labformer translate --beam " +
-              "不用长度惩罚（α = 0 时两者输出相同）。"
+              "gives its output).",
+      separator: "; "
     }
   };
 
+  // The edition's words: its catalogue (book/locales/LANG/scripts/labformer-live.json), which
+  // the build (book/_ext/labformer_live.py) writes into the page as
+  // <script type="application/json" id="lf-words-labformer-live">; none on an English page.
+  // Returns "edition" (TEXT.edition and REASONS.edition set, English where it has no word)
+  // or "en".
   function edition() {
-    var lang = (document.documentElement.getAttribute("lang") || "").toLowerCase();
-    return lang.indexOf("zh") === 0 || /\/zh\//.test(location.pathname) ? "zh" : "en";
+    var node = document.getElementById("lf-words-labformer-live");
+    if (!node) return "en";
+    var words = JSON.parse(node.textContent);
+    TEXT.edition = Object.assign({}, TEXT.en, words.text);
+    REASONS.edition = Object.assign({}, REASONS.en, words.reasons);
+    return "edition";
   }
 
   function el(tag, cls, text) {
@@ -1345,13 +1351,13 @@
     if (r.lost.length) add("lost", words.lost + r.lost.join(", "));
     r.notes.forEach(function (note) {
       var date = /^the date (\S+) is written as in French/.exec(note);
-      add("note", words.note + (lang === "zh" && date ? "日期 " + date[1] + " 按法语的写法，" +
-                                "即日/月/年（在美国读作月/日）" : note));
+      add("note", words.note + (date && words.date_note ? fmt(words.date_note, { date: date[1] })
+                                                        : note));
     });
     if (!r.text) add("nothing", words.nothing);
     if (r.flagged) {
       add("flagged", words.flagged + r.why.map(function (x) { return reasonText(x, lang); })
-        .join(lang === "zh" ? "；" : "; "));
+        .join(words.separator));
     }
     if (list.childNodes.length) out.appendChild(list);
     out.appendChild(el("p", "lf-live-assessed", fmt(words.assessed, { score: r.score.toFixed(4) })));
@@ -1487,6 +1493,8 @@
       } catch (e) {
         status.textContent = e instanceof RangeError ? words[e.message] || String(e) : String(e);
         out.textContent = "";
+        // the widget never stays "loading": a failure it cannot recover from is an error
+        root.setAttribute("data-lf-state", e instanceof RangeError && words[e.message] ? "ready" : "error");
       }
     }
     form.addEventListener("submit", function (event) {
@@ -1495,6 +1503,8 @@
       if (root.getAttribute("data-lf-state") === "loading") return;
       root.setAttribute("data-lf-state", "loading");
       status.textContent = words.loading;
+      var expected = { fileSha256: root.getAttribute("data-lf-model-sha256"),
+                       weightsSha256: root.getAttribute("data-lf-weights-sha256") };
       load(root.getAttribute("data-lf-model"), function (err, m) {
         if (err) {
           root.setAttribute("data-lf-state", "error");
@@ -1513,13 +1523,19 @@
           pick.hidden = true;
         }
         run();
-      });
+      }, expected);
     });
   }
 
-  // The model file, by a <script> tag beside this one (works under file:// too); once.
+  // The model file, once per URL. Where the page can fetch it (http, https) it is read as text
+  // and its JSON parsed, so nothing in it runs; under file://, where a browser fetches nothing,
+  // by a <script> tag beside this one. Before the model speaks its data is checked against its
+  // data_sha256, and a fetched file against the SHA-256 the page was built with (expected:
+  // { fileSha256, weightsSha256 }, the widget's data-lf-model-sha256 and
+  // data-lf-weights-sha256): a file that claims the book's weights but is not the book's file
+  // was altered. Each failure is one sentence naming the file and the hash that differs.
   var loaded = {};
-  function load(file, done) {
+  function load(file, done, expected) {
     var url = new URL(file, SCRIPT || location.href).href;
     if (loaded[url]) { loaded[url].push(done); return; }
     loaded[url] = [done];
@@ -1527,16 +1543,108 @@
       loaded[url].forEach(function (f) { f(err, m); });
       loaded[url] = err ? null : { push: function (f) { f(null, m); } };
     }
-    var tag = document.createElement("script");
-    tag.src = url;
-    tag.onload = function () {
-      try {
-        var m = new Model(window[GLOBAL]);
-        finish(null, m);
-      } catch (e) { finish(e); }
-    };
-    tag.onerror = function () { finish(new Error(file + " did not load")); };
-    document.head.appendChild(tag);
+    function accept(payload, fileHash) {
+      verifyModelFile(file, payload, fileHash, expected || {}).then(function () {
+        finish(null, new Model(payload));
+      }).catch(function (e) { finish(e instanceof Error ? e : new Error(String(e))); });
+    }
+    function byScript() {
+      var tag = document.createElement("script");
+      tag.src = url;
+      tag.onload = function () { accept(window[GLOBAL], null); };
+      tag.onerror = function () { finish(new Error(file + " did not load")); };
+      document.head.appendChild(tag);
+    }
+    if (!/^https?:/.test(url) || !window.fetch) { byScript(); return; }
+    fetch(url).then(function (response) {
+      if (!response.ok) throw new Error(file + " did not load (HTTP " + response.status + ")");
+      return response.arrayBuffer().then(function (buffer) {
+        return sha256(buffer).then(function (hash) {
+          accept(parseModelFile(file, new TextDecoder().decode(buffer)), hash);
+        });
+      });
+    }).catch(function (e) { finish(e instanceof Error ? e : new Error(String(e))); });
+  }
+
+  // labformer.app.export.read_model_file: the payload of a model file, parsed, never run.
+  function parseModelFile(file, text) {
+    var head = "window." + GLOBAL + " = ", start = text.indexOf(head);
+    if (text.indexOf("/* labformer:") !== 0 || start < 0) {
+      throw new Error(file + " is not a labformer model file (no " + GLOBAL + " in it)");
+    }
+    try {
+      return JSON.parse(text.slice(start + head.length).replace(/;\s*$/, ""));
+    } catch (e) {
+      throw new Error(file + " is not a model file as labformer export writes it (its data " +
+                      "does not parse, or something follows it): export it again");
+    }
+  }
+
+  function sha256(buffer) {  // hex SHA-256 (null where the browser offers no hashing)
+    if (!window.crypto || !window.crypto.subtle) return Promise.resolve(null);
+    return window.crypto.subtle.digest("SHA-256", buffer).then(function (digest) {
+      return Array.from(new Uint8Array(digest)).map(function (b) {
+        return ("0" + b.toString(16)).slice(-2);
+      }).join("");
+    });
+  }
+
+  function verifyModelFile(file, payload, fileHash, expected) {
+    if (!payload || typeof payload !== "object" || typeof payload.data !== "string") {
+      return Promise.reject(new Error(file + " holds no labformer model"));
+    }
+    var bytes;
+    try {
+      var raw = atob(payload.data);
+      bytes = new Uint8Array(raw.length);
+      for (var i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
+    } catch (e) {
+      return Promise.reject(new Error(file + " is damaged: its data is not base64"));
+    }
+    return sha256(bytes.buffer).then(function (hash) {
+      if (hash !== null && payload.data_sha256 && hash !== payload.data_sha256) {
+        throw new Error(file + " is damaged: its weights' SHA-256 is " + hash.slice(0, 12) +
+                        "…, its data_sha256 says " + String(payload.data_sha256).slice(0, 12) +
+                        "…: export it again");
+      }
+      if (fileHash && expected.fileSha256 && fileHash !== expected.fileSha256 &&
+          (!expected.weightsSha256 || payload.weights_sha256 === expected.weightsSha256)) {
+        throw new Error(file + " is not the file this page was built with: its SHA-256 is " +
+                        fileHash.slice(0, 12) + "…, the page's data-lf-model-sha256 says " +
+                        expected.fileSha256.slice(0, 12) + "… (its weights_sha256 claims the " +
+                        "same model, so its vocabularies or settings were altered): export it " +
+                        "again");
+      }
+      var problem = tensorProblem(payload, bytes);
+      if (problem) throw new Error(file + " is damaged: " + problem + "; export it again");
+    });
+  }
+
+  // What is wrong with a payload's tensors (a shape or offset past its data, a weight that is
+  // not a number), in words; null when nothing is.
+  function tensorProblem(payload, bytes) {
+    var size = payload.dtype === "float16" ? 2 : 4, total = Math.floor(bytes.length / size);
+    var view = new DataView(bytes.buffer), tensors = payload.tensors;
+    if (!Array.isArray(tensors)) return "it lists no tensors";
+    for (var t = 0; t < tensors.length; t++) {
+      var entry = tensors[t], name = entry && entry[0], shape = entry && entry[1];
+      var offset = entry && entry[2];
+      if (!Array.isArray(shape) || !shape.every(function (d) { return Number.isInteger(d) && d > 0; }) ||
+          !Number.isInteger(offset) || offset < 0) {
+        return "the shape or offset of its tensor " + name + " is not whole numbers";
+      }
+      var n = shape.reduce(function (a, b) { return a * b; }, 1);
+      if (offset + n > total) {
+        return "its tensor " + name + " of shape [" + shape.join(", ") + "] runs past the end " +
+               "of its data";
+      }
+      for (var j = offset; j < offset + n; j++) {
+        var finite = size === 4 ? isFinite(view.getFloat32(4 * j, true))
+                                : (view.getUint16(2 * j, true) & 0x7c00) !== 0x7c00;
+        if (!finite) return "its tensor " + name + " holds a weight that is not a number (NaN or infinite)";
+      }
+    }
+    return null;
   }
 
   window.labformerLive = { tokenize: tokenize, detokenize: detokenize, Model: Model, load: load,

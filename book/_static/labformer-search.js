@@ -14,7 +14,8 @@
   }
   /* The browser sends a run of Chinese characters as one word; the index holds the words
      jieba cut it into. A run the index lacks is cut into the longest words it holds
-     (注意力权重 -> 注意力 权重), each of which a page must contain. */
+     ("attention weight", one run of five characters, -> "attention" "weight"), each of
+     which a page must contain. */
   function splitChinese(query) {
     var index = Search._index;
     if (!index) return query;

@@ -18,7 +18,13 @@
     return img.naturalWidth && img.getBoundingClientRect().width * 1.15 < zoomWidth(img);
   }
 
-  var CLOSE = document.documentElement.lang === "zh-CN" ? "关闭" : "Close";
+  // The edition's words: its catalogue (book/locales/LANG/scripts/labformer.json), which the
+  // build (book/_ext/labformer_book.py) writes into every page's head as
+  // <script type="application/json" id="lf-words-labformer">; English without it.
+  var WORDS = { close: "Close", hint: "\u2194 Swipe sideways for the rest; tap to enlarge" };
+  var EDITION = document.getElementById("lf-words-labformer");
+  if (EDITION) WORDS = Object.assign(WORDS, JSON.parse(EDITION.textContent));
+  var CLOSE = WORDS.close;
 
   function mark() {
     document.querySelectorAll(SELECTOR).forEach(function (img) {
@@ -92,8 +98,7 @@
   // (labformer.book.diagrams.MIN_FONT), shown at DIAGRAM_SCALE of it, 9 px or more.
   var PHONE_SCALE = 9 / 11;
   var DIAGRAM_SCALE = 9 / 13;
-  var HINT = document.documentElement.lang === "zh-CN" ? "\u2194 左右滑动看全图，轻点放大"
-    : "\u2194 Swipe sideways for the rest; tap to enlarge";
+  var HINT = WORDS.hint;
 
   function edges() {
     document.querySelectorAll(".lf-figure-pan").forEach(function (pan) {

@@ -1,11 +1,25 @@
 """The benchmarks still run (once, at toy sizes). Timing targets live in `make bench`, not here."""
 
+import math
+import re
 from pathlib import Path
 
+import pytest
 import torch
 
 from bench.__main__ import main
+from bench.lm import (
+    HFGPT2LM,
+    LMBenchConfig,
+    char_streams,
+    labformer_lm,
+    torch_peer_from,
+    train_side_by_side,
+    transformers_missing,
+)
 from bench.suite import Row, to_markdown
+
+ROOT = Path(__file__).parents[2]
 
 
 def test_every_benchmark_runs_at_a_tiny_size(tmp_path, capsys):
@@ -16,10 +30,16 @@ def test_every_benchmark_runs_at_a_tiny_size(tmp_path, capsys):
     rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line]
     names = " ".join(rows)
     for expected in ("MultiHeadAttention", "Transformer training step", "FLOP/s",
-                     "KV cache", "Beam search", "quick vs paper recipe"):
+                     "KV cache", "Beam search", "quick vs paper recipe",
+                     "LM training tokens/s vs nn.TransformerEncoder",
+                     "LM training tokens/s vs HF GPT2LMHeadModel",
+                     "LM validation loss after 4 steps vs nn.TransformerEncoder"):
         assert expected in names
     for line in rows[1:]:
         cells = [c.strip() for c in line.strip("|").split("|")]
+        if cells[2] == "not installed":  # Hugging Face's peer, outside .venv-bench
+            assert transformers_missing() is not None and "not installed" in cells[6]
+            continue
         ours, peer, ratio = float(cells[1].split()[0]), float(cells[2].split()[0]), float(cells[3])
         assert ours > 0 and peer > 0 and abs(ratio - ours / peer) <= 0.02 * ratio
 
@@ -55,3 +75,112 @@ def test_no_host_read_per_step_on_a_gpu_path():
     with count_host_reads() as seen:
         x.tolist()  # a read from outside labformer is not counted
     assert seen == {}
+
+
+# --- the language models side by side (bench/lm.py) ------------------------------------------
+
+TINY = LMBenchConfig.tiny()
+
+
+def test_a_peer_that_is_not_installed_says_so():
+    row = Row("LM training tokens/s vs HF GPT2LMHeadModel", math.nan, None, ">= 1.0", None,
+              "transformers not installed", unit="tok/s")
+    assert math.isnan(row.ratio)
+    assert "| – | not installed | – | >= 1.0 |" in to_markdown([row])
+
+
+def test_the_lm_bench_reads_shakespeare_by_characters():
+    vocab, train, valid = char_streams(TINY)
+    assert 60 <= vocab <= 100  # letters, digits, punctuation, newline
+    assert len(train) == TINY.text_chars and 0 < len(valid) <= TINY.text_chars
+    assert int(train.max()) < vocab and int(valid.max()) < vocab
+
+
+def _changes_only_later_logits(model: torch.nn.Module, vocab: int, T: int = 8,
+                               at: int = 5) -> None:
+    """Changing token ``at`` leaves the logits of positions < at as they were, and changes
+    position ``at``'s: the model sees no future token."""
+    model.eval()
+    tokens = torch.randint(0, vocab, (2, T), generator=torch.Generator().manual_seed(0))
+    changed = tokens.clone()
+    changed[:, at] = (changed[:, at] + 1) % vocab
+    with torch.no_grad():
+        a, b = model(tokens), model(changed)
+    assert a.shape == (2, T, vocab)
+    torch.testing.assert_close(a[:, :at], b[:, :at], rtol=0, atol=1e-6)
+    assert (a[:, at] - b[:, at]).abs().max() > 1e-4
+
+
+def test_the_torch_peer_is_causal_and_computes_what_labformer_computes():
+    vocab = 20
+    ours = labformer_lm(vocab, TINY, "2017")
+    peer = torch_peer_from(ours, TINY)
+    _changes_only_later_logits(peer, vocab)
+    tokens = torch.randint(0, vocab, (3, TINY.context))
+    ours.eval()
+    with torch.no_grad():  # the same weights: the same logits
+        torch.testing.assert_close(peer(tokens), ours(tokens), rtol=1e-5, atol=1e-5)
+    # A mask that let position t see t + 1 would fail the check above.
+    leaky = torch_peer_from(ours, TINY)
+    leaky.forward = lambda x: leaky.generator(leaky.encoder(  # type: ignore[method-assign]
+        leaky.embed(x) * math.sqrt(leaky.d_model) + leaky.pe[: x.shape[1]]))
+    with pytest.raises(AssertionError):
+        _changes_only_later_logits(leaky, vocab)
+
+
+def _one_step_each(models: dict[str, torch.nn.Module]) -> None:
+    """Every model takes the same steps on the same windows; each learns something."""
+    vocab, train, valid = char_streams(TINY)
+    before = {name: [p.detach().clone() for p in m.parameters()] for name, m in models.items()}
+    runs = train_side_by_side(models, train, valid, TINY)
+    for name, run in runs.items():
+        assert len(run.losses) == TINY.steps and all(map(math.isfinite, run.losses)), name
+        assert len(run.round_seconds) == TINY.steps // TINY.round_steps - 1  # warm-up untimed
+        assert run.tokens_per_second(TINY) > 0 and math.isfinite(run.valid_loss)
+        assert any(not torch.equal(p, q) for p, q in zip(before[name],
+                                                           run.model.parameters(),
+                                                           strict=True)), name
+
+
+def test_labformer_and_the_torch_peer_train_side_by_side():
+    vocab, _, _ = char_streams(TINY)
+    ours = labformer_lm(vocab, TINY, "2017")
+    _one_step_each({"ours": ours, "torch": torch_peer_from(ours, TINY)})
+
+
+def test_the_gpt2_block_of_labformer_is_causal():
+    _changes_only_later_logits(labformer_lm(20, TINY, "gpt2"), 20)
+
+
+@pytest.mark.skipif(transformers_missing() is not None,
+                    reason="transformers is installed only in .venv-bench (make bench)")
+def test_the_hugging_face_peer_is_causal_and_trains():
+    vocab, _, _ = char_streams(TINY)
+    peer = HFGPT2LM(vocab, TINY)
+    ours = labformer_lm(vocab, TINY, "gpt2")
+    assert peer.model.config.n_embd == TINY.d_model and peer.model.config.n_inner == TINY.d_ff
+    # Same sizes: the parameters differ only by labformer's output bias.
+    assert sum(p.numel() for p in ours.parameters()) - sum(
+        p.numel() for p in peer.parameters()) == vocab
+    _changes_only_later_logits(peer, vocab)
+    _one_step_each({"ours": ours, "hf": peer})
+
+
+def _pins(path: Path) -> dict[str, str]:
+    found = {}
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, version = line.split("==")
+            found[re.sub(r"[-_.]+", "-", name).lower()] = version
+    return found
+
+
+def test_the_bench_lock_adds_to_the_main_lock_without_overriding_it():
+    # .venv-bench reads .venv's packages after its own: a package pinned in both would shadow
+    # the version requirements.lock pins.
+    bench, main_lock = _pins(ROOT / "requirements-bench.lock"), _pins(ROOT / "requirements.lock")
+    assert "transformers" in bench and "tokenizers" in bench and "safetensors" in bench
+    assert not bench.keys() & main_lock.keys()
+    assert "torch" in main_lock  # the peer trains with .venv's torch
+    assert ".venv-bench" in (ROOT / ".gitignore").read_text()

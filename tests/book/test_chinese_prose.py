@@ -7,6 +7,7 @@ The catalogues are book/locales/zh_CN/LC_MESSAGES/book/*.po (msgstr = Chinese); 
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -48,7 +49,8 @@ BANNED = {
     r"注意力浏览器": "注意力查看器 (an explorer of attention, not a web browser)",
     r"(?<=[0-9`}]) %": "12.5% (no space before % in Chinese text)",
 }
-#: The Chinese title of the book (book/_ext/editions.py TITLE, the intro's heading, the README).
+#: The Chinese title of the book (book/locales/zh_CN/interface.json's "title", the intro's
+#: heading, the README).
 TITLE = "注意力机制与 Transformer，逐段执行"
 
 
@@ -101,8 +103,9 @@ def test_one_title():
               if english == "Attention and the Transformer, executed"]
     assert titles == [TITLE]
     assert README.read_text(encoding="utf-8").splitlines()[0] == f"# labformer：{TITLE}"
-    editions = (ROOT / "book" / "_ext" / "editions.py").read_text(encoding="utf-8")
-    assert f"labformer：{TITLE}" in editions
+    interface = json.loads((ROOT / "book" / "locales" / "zh_CN" / "interface.json").read_text(
+        encoding="utf-8"))
+    assert interface["title"] == f"labformer：{TITLE}"
 
 
 CJK = r"[\u3400-\u9fff\u3000-\u303f\uff00-\uffef“”]"

@@ -3,7 +3,8 @@
 A code cell is visible unless its tags hide it (hide-input, remove-input, remove-cell,
 hide-cell). Experiment plumbing (imports, seed sweeps, tuning loops, timing harnesses, tables)
 is collapsed with ``hide-input`` and a prompt that says what it hides, and every prompt has its
-Chinese in book/_ext/labformer_book.py (TOGGLE_WORDS), which the Chinese edition shows instead.
+Chinese in book/locales/zh_CN/interface.json ("toggles", read by book/_ext/labformer_book.py's
+TOGGLE_WORDS), which the Chinese edition shows instead.
 """
 
 from __future__ import annotations
@@ -141,7 +142,7 @@ def test_every_prompt_of_a_collapsed_cell_has_its_chinese() -> None:
                 continue
             chinese = words.get(prompt, "")
             if not CJK.search(chinese):
-                problems.append(f"{name} cell {n}: {prompt!r} has no Chinese in TOGGLE_WORDS")
+                problems.append(f"{name} cell {n}: {prompt!r} has no Chinese in interface.json")
             elif re.search(r"[A-Za-z]{2,}", chinese.replace("Transformer", "")):
                 problems.append(f"{name} cell {n}: {chinese!r} keeps English words")
             if re.search(r"[<>&\"']", prompt):  # escaped in HTML: translate_toggles misses it
