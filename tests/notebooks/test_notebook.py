@@ -470,7 +470,8 @@ def test_a_sweep_at_another_setting_leaves_the_claim_out_in_one_line(tmp_path):
     assert "\n" not in line
     assert line == ("near the sweep: this run uses d_model = 64; the stored sweep was made at "
                     "128, so this claim is not held to it: restore d_model = 128, or make a "
-                    "sweep at your setting with `python book/sweeps/claim_sweep.py book/05_x.ipynb`")
+                    "sweep at your setting with "
+                    "`python book/sweeps/claim_sweep.py book/05_x.ipynb`")
     # a condition on the run alone is still checked
     assert not sweep.check(ev, "positive", "near", 9.0, holds=False, settings={"d_model": 64})
     assert ev.claims[-1][1] is False
