@@ -30,6 +30,27 @@ suits short runs better than the paper's 1/sqrt (README).
 
 Every run reports its training CPU seconds (one thread) and greedy BLEU on the validation and
 the test pairs. Runs go in two worker processes, one core each (``--jobs``).
+
+**Protocol v2** (issue 55, registered in book/data/plans/14_baseline_curves_v2.json before it
+runs; the stored 14_baseline_curves.json is protocol v1, the default, and keeps its command):
+
+    python book/sweeps/baseline_curves.py --protocol v2 --out book/data/14_baseline_curves_v2.json
+
+- Budgets are process CPU time, measured in the process that trains (``time.process_time``,
+  one thread), as the copying task of long_range.py counts them: every run, tuning and seeds,
+  both models, trains until its budget is spent (``gru_tuning.train_for_cpu``): 11, 22 and 44
+  CPU seconds, about half, one and two Transformer epochs on the machine of the v1 sweep. No
+  step counts, no cost ratio: the steps a run takes are what its budget bought, and are stored.
+- The schedule runs in CPU time: a linear warm-up over a share of the budget (at a steady cost
+  per step, that share of the run's steps), then linearly down to zero at the budget's end.
+- Both models are tuned at the budget they are compared at, by the same code: at each budget
+  the setting with the best mean validation BLEU of tuning seeds 301-303 (ties: the lower mean
+  validation loss, then grid order). The grid: peak rate as in v1 x warm-up share 10, 25 or
+  40 % (v1's Transformer chose its grid's edge, 25 %, at every budget), for both models.
+- The chosen settings train seeds 201-220 at the half and the one-epoch budget (odd seeds on
+  the plain kernels, even ones on AVX2) and seeds 201-202 at two epochs.
+- Every run stores, beside its BLEU, its losses: validation and test cross-entropy per target
+  token (teacher-forced, no smoothing) and the training loss of its last tenth of steps.
 """
 
 from __future__ import annotations
@@ -56,6 +77,22 @@ MODELS = tuple(GRID)
 TUNING_SEEDS = (101, 102, 103)  # fixed in advance; the setting with the best mean wins
 CHECKED = "half"  # the budget the chapter trains itself, swept over CHECKED_SEEDS
 CHECKED_SEEDS = range(1, 21)
+
+# Protocol v2 (issue 55): budgets in process CPU seconds, tuned where compared, wider warm-up.
+BUDGETS_V2 = {"half": 11.0, "one": 22.0, "two": 44.0}  # CPU seconds, one thread
+GRID_V2 = {
+    "transformer": {"lr": [2e-3, 4e-3, 8e-3], "warmup_share": [0.1, 0.25, 0.4],
+                    "dropout": [0.0]},
+    "gru": {"lr": [3e-3, 1e-2, 3e-2], "warmup_share": [0.1, 0.25, 0.4], "dropout": [None]},
+}
+TUNING_SEEDS_V2 = (301, 302, 303)
+SEEDS_V2 = {"half": list(range(201, 221)), "one": list(range(201, 221)), "two": [201, 202]}
+DECIDED_V2 = ("half", "one")  # the budgets whose 20 paired seeds decide a verdict each
+
+
+def kernel_of(seed: int) -> str:
+    """Odd seeds on the plain kernels, even ones on AVX2."""
+    return "default" if seed % 2 else "avx2"
 
 CALIBRATE = r"""
 import json, sys, time, torch
@@ -116,6 +153,18 @@ for job in json.loads(sys.argv[1]):
                       "test_bleu": round(setup.bleu(model, setup.corpus.test), 3)}), flush=True)
 """
 
+WORKER_V2 = r"""
+import json, sys, torch
+sys.path.insert(0, "book/sweeps")
+from gru_tuning import Setup, run_cpu
+torch.set_num_threads(1)
+setup = Setup()
+for job in json.loads(sys.argv[1]):
+    print(json.dumps({**job, **run_cpu(setup, job["model"], job["seed"], job["lr"],
+                                       job["warmup_share"], job["cpu_budget"],
+                                       job["dropout"])}), flush=True)
+"""
+
 THREADS = r"""
 import json, sys, time, torch
 sys.path.insert(0, "book/sweeps")
@@ -173,7 +222,8 @@ def _worker(code: str, jobs: list[dict[str, Any]], kernel: str | None) -> list[d
     return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
 
 
-def run_jobs(jobs: list[dict[str, Any]], workers: int) -> list[dict[str, Any]]:
+def run_jobs(jobs: list[dict[str, Any]], workers: int, code: str = WORKER
+             ) -> list[dict[str, Any]]:
     """Each job in one of ``workers`` processes (by kernel, then in turn); results in order."""
     chunks: list[tuple[str, list[dict[str, Any]]]] = []
     for kernel in ("default", "avx2"):
@@ -181,35 +231,44 @@ def run_jobs(jobs: list[dict[str, Any]], workers: int) -> list[dict[str, Any]]:
         n = min(workers, len(mine))
         chunks += [(kernel, mine[i::n]) for i in range(n)]
     with ThreadPoolExecutor(max(1, workers)) as pool:
-        done = [r for rs in pool.map(lambda c: _worker(WORKER, c[1], c[0]), chunks) for r in rs]
+        done = [r for rs in pool.map(lambda c: _worker(code, c[1], c[0]), chunks) for r in rs]
     found = {_key(r): r for r in done}
     return [found[_key(j)] for j in jobs]
 
 
 def _key(job: dict[str, Any]) -> str:
-    return json.dumps([job[k] for k in ("phase", "model", "budget", "steps", "seed", "kernel",
+    """What names a job, in its result too: v1's step count, or v2's CPU budget (a v2 result
+    adds the steps its budget bought, which the job did not name)."""
+    size = "cpu_budget" if "cpu_budget" in job else "steps"
+    return json.dumps([job[k] for k in ("phase", "model", "budget", size, "seed", "kernel",
                                         *SETTING)])
 
 
 SETTING = ("lr", "warmup_share", "dropout")
 
 
-def choose(runs: list[dict[str, Any]], model: str, budget: str) -> dict[str, Any]:
-    """The setting whose tuning runs at ``budget`` have the best mean validation BLEU (the first
-    in grid order on a tie), with that mean as ``valid_bleu``."""
+def choose(runs: list[dict[str, Any]], model: str, budget: str,
+           grid: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The setting whose tuning runs at ``budget`` have the best mean validation BLEU (v1: the
+    first in grid order on a tie; runs that record a ``valid_loss``, v2: the lower mean
+    validation loss on a tie, then grid order), with that mean as ``valid_bleu``."""
     scores = []
-    for setting in settings(model):
-        mine = [r["valid_bleu"] for r in runs if r["phase"] == "tuning" and r["model"] == model
+    for setting in settings(model, grid):
+        mine = [r for r in runs if r["phase"] == "tuning" and r["model"] == model
                 and r["budget"] == budget and all(r[k] == setting[k] for k in SETTING)]
         if mine:
-            scores.append({**setting, "valid_bleu": statistics.mean(mine), "n": len(mine)})
+            score = {**setting, "valid_bleu": statistics.mean(r["valid_bleu"] for r in mine),
+                     "n": len(mine)}
+            if all("valid_loss" in r for r in mine):
+                score["valid_loss"] = statistics.mean(r["valid_loss"] for r in mine)
+            scores.append(score)
     if not scores:
         raise ValueError(f"no tuning runs of {model} at the {budget} budget")
-    return max(scores, key=lambda s: s["valid_bleu"])
+    return max(scores, key=lambda s: (s["valid_bleu"], -s.get("valid_loss", 0.0)))
 
 
-def settings(model: str) -> list[dict[str, Any]]:
-    g = GRID[model]
+def settings(model: str, grid: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    g = (grid or GRID)[model]
     return [{"lr": lr, "warmup_share": w, "dropout": d}
             for lr in g["lr"] for w in g["warmup_share"] for d in g["dropout"]]
 
@@ -220,9 +279,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="worker processes (one core each)")
     parser.add_argument("--tuned", type=Path, default=None,
                         help="a file this script wrote: reuse its tuning runs and cost ratio, "
-                             "run the seeds again")
+                             "run the seeds again (protocol v1 only)")
+    parser.add_argument("--protocol", choices=("v1", "v2"), default="v1",
+                        help="v1: the stored sweep's steps scaled by a cost ratio; v2: budgets "
+                             "in process CPU time, tuned where compared (issue 55)")
     args = parser.parse_args(argv)
     from ablation_sweep import code_version
+
+    if args.protocol == "v2":
+        if args.tuned is not None:
+            parser.error("--tuned reuses a v1 sweep's tuning runs: protocol v2 tunes afresh")
+        return main_v2(args, argv)
 
     started = time.time()
     partial = args.out.with_suffix(".partial.jsonl")  # each phase's runs, kept on a crash
@@ -300,6 +367,101 @@ def main(argv: list[str] | None = None) -> int:
     partial.unlink(missing_ok=True)
     print(f"written to {args.out}")
     return 0
+
+
+def v2_jobs(budgets: dict[str, float], tuning_seeds: Any, grid: dict[str, Any]
+            ) -> list[dict[str, Any]]:
+    """Protocol v2's tuning jobs: every setting of each model's grid at every budget on every
+    tuning seed (plain kernels), the two models alternating so that both share the load."""
+    grids = {m: settings(m, grid) for m in MODELS}
+    jobs = []
+    for b, cpu in budgets.items():
+        for i in range(max(map(len, grids.values()))):
+            for seed in tuning_seeds:
+                jobs += [{"phase": "tuning", "model": m, "budget": b, "cpu_budget": cpu,
+                          "seed": seed, "kernel": "default", **grids[m][i]}
+                         for m in MODELS if i < len(grids[m])]
+    return jobs
+
+
+def v2_seed_jobs(budgets: dict[str, float], seeds: dict[str, list[int]],
+                 chosen: dict[str, dict[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The chosen setting of each model at each budget, on that budget's seeds, paired."""
+    return [{"phase": "seeds", "model": m, "budget": b, "cpu_budget": cpu, "seed": seed,
+             "kernel": kernel_of(seed), **{k: chosen[m][b][k] for k in SETTING}}
+            for b, cpu in budgets.items() for seed in seeds[b] for m in MODELS]
+
+
+def main_v2(args: argparse.Namespace, argv: list[str] | None) -> int:
+    """Protocol v2: tune both models at each CPU budget, then train the seeds (docstring)."""
+    from ablation_sweep import code_version
+
+    started = time.time()
+    partial = args.out.with_suffix(".partial.jsonl")  # each phase's runs, kept on a crash
+    tuned = run_jobs(v2_jobs(BUDGETS_V2, TUNING_SEEDS_V2, GRID_V2), args.jobs,
+                     WORKER_V2)
+    partial.write_text("".join(json.dumps(r) + "\n" for r in tuned), encoding="utf-8")
+    best = {m: {b: choose(tuned, m, b, GRID_V2) for b in BUDGETS_V2} for m in MODELS}
+    for m in best:
+        for b, c in best[m].items():
+            print(f"{m} {b}: lr {c['lr']:g}, warm-up share {c['warmup_share']}: mean valid "
+                  f"BLEU {c['valid_bleu']:.2f}, loss {c['valid_loss']:.3f}", flush=True)
+    chosen = {m: {b: {k: c[k] for k in SETTING} for b, c in best[m].items()} for m in MODELS}
+    seeded = run_jobs(v2_seed_jobs(BUDGETS_V2, SEEDS_V2, chosen), args.jobs, WORKER_V2)
+    with partial.open("a", encoding="utf-8") as f:
+        f.write("".join(json.dumps(r) + "\n" for r in seeded))
+    wall = json.loads(subprocess.run(
+        [sys.executable, "-c", THREADS, json.dumps([{**chosen[m]["one"], "model": m}
+                                                     for m in MODELS])],
+        cwd=ROOT, env=dict(os.environ, TQDM_DISABLE="1"), capture_output=True, text=True,
+        check=True).stdout.strip().splitlines()[-1])
+    steps = {m: {b: statistics.median(r["steps"] for r in seeded
+                                      if r["model"] == m and r["budget"] == b)
+                 for b in BUDGETS_V2} for m in MODELS}
+    data = {
+        "chapter": "14_recipe_baseline",
+        "protocol": "v2",
+        "what": "the recurrent baseline at equal process CPU time (protocol v2, issue 55): the "
+                "Transformer and the GRU each trained until 11, 22 or 44 CPU seconds of its own "
+                "process are spent, the schedule in CPU time, each tuned at every budget on the "
+                "mean validation BLEU of seeds 301-303, then the chosen settings over seeds "
+                "201-220 (201-202 at 44 s); test BLEU and losses reported beside",
+        "command": "python book/sweeps/baseline_curves.py " + " ".join(argv or sys.argv[1:]),
+        "code_version": code_version(),
+        "cpu": _cpu_name(),
+        "duration": f"{(time.time() - started) / 60:.0f} minutes wall-clock, {args.jobs} "
+                    f"worker processes",
+        "budgets_cpu_s": BUDGETS_V2,
+        "tuning_seeds": list(TUNING_SEEDS_V2),
+        "seeds": SEEDS_V2,
+        "decided_budgets": list(DECIDED_V2),
+        "checked_budget": CHECKED,  # the budget the chapter trains its own pair at
+        "grid": GRID_V2,
+        "quantities": {"valid_bleu": "greedy corpus BLEU on the 1000 validation pairs",
+                       "test_bleu": "greedy corpus BLEU on the 1000 test pairs",
+                       "valid_loss": "teacher-forced cross-entropy per target token (nats, "
+                                     "no smoothing), validation pairs",
+                       "test_loss": "the same on the test pairs",
+                       "train_loss": "mean training loss (label smoothing 0.1) of the run's "
+                                     "last tenth of steps",
+                       "steps": "optimiser steps the budget bought",
+                       "warmup_steps": "steps taken during the warm-up",
+                       "cpu_s": "training CPU seconds of the run's process"},
+        "chosen": chosen,
+        "median_steps": steps,
+        "wall_s_per_step": wall,
+        "runs": tuned + seeded,
+    }
+    args.out.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    partial.unlink(missing_ok=True)
+    print(f"written to {args.out}")
+    return 0
+
+
+def _cpu_name() -> str:
+    from long_range import _cpu_name as name
+
+    return name()
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 
     python book/sweeps/lm_sweep.py --jobs 2 --write book/data/15_modern_block.json
     python book/sweeps/lm_sweep.py --runs 1:default 2:avx2 --out /tmp/blocks.jsonl
+    python book/sweeps/lm_sweep.py --jobs 2 --seeds 241-260 --out _build/lm_sweep_v2.jsonl \
+        --write book/data/15_modern_block_v2.json      # the re-run registered in issue 55
 
 For every ``SEED:KERNEL`` of ``--runs`` (default: seeds 1-20, odd ones on the plain kernels,
 even ones on AVX2; seed 0 is the chapter's own run) a fresh process with
@@ -10,6 +12,11 @@ even ones on AVX2; seed 0 is the chapter's own run) a fresh process with
 on the chapter's text with that seed, and appends their held-out perplexities to ``--out`` as
 one JSON line (a finished run is not redone; a run is never added after the sweep is written).
 One run trains seven small models: about two minutes on one idle core.
+
+``--seeds A-B`` names the runs by a range of seeds instead, odd seeds on the plain kernels
+and even ones on AVX2 (as the default). Every run records the code version it ran at; a run
+on record from another code version is not reused: ``--write`` refuses to mix versions, so
+a re-run starts from a fresh ``--out`` (or the old one moved away).
 
 With ``--write PATH`` the runs become the chapter's data file, which
 ``labformer.book.notebook.Sweep`` reads: the command, the code version, the settings the sweep was
@@ -62,7 +69,23 @@ def settings() -> dict[str, Any]:
             "length": train.length, "lr": train.lr, "vocab_size": cfg.vocab_size}
 
 
-def run_one(run: str) -> dict[str, Any]:
+def seed_runs(spec: str) -> list[str]:
+    """'241-260' -> ['241:default', '242:avx2', ...]: odd seeds plain, even ones AVX2."""
+    low, _, high = spec.partition("-")
+    seeds = range(int(low), int(high or low) + 1)
+    if not seeds:
+        raise ValueError(f"--seeds {spec!r} names no seed")
+    return [f"{s}:{'default' if s % 2 else 'avx2'}" for s in seeds]
+
+
+def _code_version() -> str:
+    sys.path.insert(0, str(Path(__file__).parent))
+    from ablation_sweep import code_version
+
+    return code_version()
+
+
+def run_one(run: str, version: str | None = None) -> dict[str, Any]:
     seed, _, kernel = run.partition(":")
     env = {**os.environ, "ATEN_CPU_CAPABILITY": kernel or "default", "OMP_NUM_THREADS": "1",
            "PYTHONPATH": str(ROOT)}
@@ -72,18 +95,25 @@ def run_one(run: str) -> dict[str, Any]:
     lines = [x for x in proc.stdout.splitlines() if x.startswith("LM-RESULT ")]
     if proc.returncode or not lines:
         raise RuntimeError(f"run {run} failed:\n{proc.stderr[-3000:]}")
-    return {"run": run, "seed": int(seed), "kernel": kernel or "default",
-            "seconds": round(time.time() - start), **json.loads(lines[-1][len("LM-RESULT "):])}
+    record = {"run": run, "seed": int(seed), "kernel": kernel or "default",
+              "seconds": round(time.time() - start), **json.loads(lines[-1][len("LM-RESULT "):])}
+    return record if version is None else {**record, "code_version": version}
 
 
 def main(argv: list[str] | None = None) -> int:
     args_list = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", nargs="+", default=DEFAULT_RUNS, help="SEED:KERNEL ...")
+    parser.add_argument("--runs", nargs="+", default=None, help="SEED:KERNEL ...")
+    parser.add_argument("--seeds", default=None, metavar="A-B",
+                        help="the runs as a range of seeds, odd ones plain, even ones AVX2")
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--out", type=Path, default=ROOT / "_build" / "lm_sweep.jsonl")
     parser.add_argument("--write", type=Path, help="the chapter's data file to write")
     args = parser.parse_args(args_list)
+    if args.runs is not None and args.seeds is not None:
+        parser.error("give --runs or --seeds, not both")
+    args.runs = seed_runs(args.seeds) if args.seeds else args.runs or DEFAULT_RUNS
+    version = _code_version()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     done = {}
     if args.out.exists():
@@ -94,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(done)} runs on record, {len(todo)} to run, {args.jobs} at a time", flush=True)
     start = time.time()
     with ThreadPoolExecutor(args.jobs) as pool:
-        for record in pool.map(run_one, todo):
+        for record in pool.map(lambda r: run_one(r, version), todo):
             done[record["run"]] = record
             with args.out.open("a") as handle:
                 handle.write(json.dumps(record) + "\n")
@@ -103,10 +133,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.write:
         runs = [done[r] for r in args.runs]  # exactly the runs asked for, in their order
         seeds = [r["seed"] for r in runs]
+        other = sorted({str(r.get("code_version")) for r in runs} - {version})
+        if other:
+            raise SystemExit(f"{args.out} holds runs made at code version(s) {other}, not at "
+                             f"{version}: run the sweep again into a fresh --out")
         args.write.parent.mkdir(parents=True, exist_ok=True)
-        sys.path.insert(0, str(Path(__file__).parent))
-        from ablation_sweep import code_version
-
         args.write.write_text(json.dumps({
             "chapter": "15_language_model",
             "what": (f"held-out perplexity of the chapter's language model for each block of "
@@ -116,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
                            for key in runs[0] if key.startswith("ppl_")},
             "settings": settings(),
             "command": "python book/sweeps/lm_sweep.py " + " ".join(args_list),
-            "code_version": code_version(),
+            "code_version": version,
             "duration": (f"{sum(r['seconds'] for r in runs)} s of run time for {len(runs)} "
                          f"runs, {args.jobs} at a time ({time.time() - start:.0f} s this call)"),
             "runs": runs,

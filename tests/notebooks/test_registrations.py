@@ -14,7 +14,12 @@ end of this file can plant each violation and see it caught:
 - ``agreement_problems``: data that disagree with the registration (seeds, kernels, settings,
   quantities, command);
 - ``version_problems``: a code version that is ``-dirty`` or missing, allowed only for a sweep
-  registered after the fact whose registration lists it as a known defect.
+  registered after the fact whose registration lists it as a known defect;
+- ``pending_problems``: a registration whose data have not come yet (a plan waiting for its
+  run) passes, if it is marked "before the runs" and names its data file by its own name; its
+  data, when they come, are held to it by the checks above (committed after it);
+- ``fresh_seed_problems``: a sweep that replaces another (``replaces``) takes fresh seeds: none
+  of its registered seeds may occur in any other stored data file.
 """
 
 from __future__ import annotations
@@ -240,6 +245,61 @@ def version_problems(data: dict[str, Any], plan: dict[str, Any]) -> list[str]:
     return problems
 
 
+def pending_registrations(data_dir: Path) -> list[Path]:
+    """The registrations in ``data_dir/plans`` whose data file does not exist yet."""
+    return [p for p in sorted((data_dir / "plans").glob("*.json"))
+            if not (data_dir / p.name).exists()]
+
+
+def pending_problems(plan: dict[str, Any], name: str) -> list[str]:
+    """What is wrong with a registration that waits for its run: only one written before the
+    runs can wait, and it names the data file it will be held to."""
+    problems = []
+    if plan.get("registered") != BEFORE:
+        problems.append(f"{name}: no data, yet registered {plan.get('registered')!r}: only a "
+                        f"registration {BEFORE!r} may wait for its run")
+    stem = name.removesuffix(".json")
+    if plan.get("sweep") != stem or plan.get("data") != f"book/data/{stem}.json":
+        problems.append(f"{name}: sweep {plan.get('sweep')!r} and data {plan.get('data')!r} "
+                        f"must name book/data/{stem}.json")
+    return problems
+
+
+def registered_seeds(plan: dict[str, Any]) -> set[int]:
+    """Every seed a registration's groups of runs name."""
+    return {s for group in plan.get("runs") or [] for s in parse_seeds(group["seeds"])}
+
+
+def data_seeds(data: dict[str, Any]) -> set[int]:
+    """Every seed the runs of a data file name (runs without a seed are skipped)."""
+    seeds = set()
+    for run in data.get("runs") or []:
+        try:
+            seeds.add(run_seed_kernel(run)[0])
+        except (KeyError, ValueError, TypeError):
+            continue
+    return seeds
+
+
+def fresh_seed_problems(plan: dict[str, Any], data_dir: Path) -> list[str]:
+    """A registration that replaces a sweep must take seeds no other stored sweep used."""
+    if not plan.get("replaces"):
+        return []
+    mine, problems = registered_seeds(plan), []
+    for path in sorted(data_dir.glob("*.json")):
+        if path.stem == plan.get("sweep"):
+            continue
+        used = mine & data_seeds(json.loads(path.read_text(encoding="utf-8")))
+        if used:
+            problems.append(f"{plan.get('sweep')} replaces {plan['replaces']} but reuses "
+                            f"seeds {sorted(used)} of {path.name}: a replacement takes fresh "
+                            "seeds")
+    if plan["replaces"] and not (data_dir / f"{plan['replaces']}.json").exists():
+        problems.append(f"{plan.get('sweep')} replaces {plan['replaces']}, which has no data "
+                        "file: a superseded sweep is kept")
+    return problems
+
+
 # ----------------------------------------------------------------------------- the book's data
 
 DATA_FILES = sorted(DATA.glob("*.json"))
@@ -278,6 +338,23 @@ def test_each_registration_came_before_its_data() -> None:
     found = []
     for path in DATA_FILES:
         found += order_problems(ROOT, f"book/data/{path.name}", f"book/data/plans/{path.name}")
+    assert found == []
+
+
+def test_a_registration_waiting_for_its_run_passes() -> None:
+    """The re-runs of issue 55 are registered before they run: their plans have no data yet.
+    Each waits as a registration made before the runs; when its data come, the tests above
+    hold them to it (and fail if they are committed with or before it)."""
+    found = []
+    for path in pending_registrations(DATA):
+        found += pending_problems(json.loads(path.read_text(encoding="utf-8")), path.name)
+    assert found == []
+
+
+def test_replacements_take_fresh_seeds() -> None:
+    found = []
+    for path in sorted(PLANS.glob("*.json")):
+        found += fresh_seed_problems(json.loads(path.read_text(encoding="utf-8")), DATA)
     assert found == []
 
 
@@ -450,6 +527,46 @@ def test_data_that_disagree_with_the_registration_are_caught() -> None:
     assert run_seed_kernel("7:avx2") == (7, "avx2")
     assert run_seed_kernel({"run": "21:default"}) == (21, "default")
     assert parse_seeds("1-3,9") == [1, 2, 3, 9]
+
+
+def test_a_plan_without_data_passes_until_its_data_break_it(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    data_dir = repo / "book" / "data"
+    registered = _commit(repo, "plan", {PLAN_REL: _registration()})
+    assert pending_registrations(data_dir) == [repo / PLAN_REL]
+    assert pending_problems(_registration(), "x.json") == []
+    assert missing_registrations(data_dir) == []
+    # an after-the-fact registration has no business waiting for a run, nor a misnamed one
+    assert any("only a registration" in p
+               for p in pending_problems(_registration(registered=AFTER), "x.json"))
+    assert any("must name" in p for p in pending_problems(_registration(), "y.json"))
+    # the data come, in a later commit, and are held to the registration
+    _commit(repo, "data", {DATA_REL: _data(registered[:7])})
+    assert pending_registrations(data_dir) == []
+    assert order_problems(repo, DATA_REL, PLAN_REL) == []
+
+
+def test_a_replacement_on_used_seeds_is_caught(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    (data_dir / "old.json").write_text(json.dumps(_data("abc")), encoding="utf-8")
+    (data_dir / "other.json").write_text(json.dumps({"runs": ["205:avx2", "9:default"]}),
+                                         encoding="utf-8")
+    fresh = _registration(sweep="x", replaces="old",
+                          runs=[{"seeds": "301-303"}, {"seeds": "201-204"}])
+    assert fresh_seed_problems(fresh, data_dir) == []
+    reused = _registration(sweep="x", replaces="old", runs=[{"seeds": "15-34"}])
+    assert any("reuses seeds [15, 16, 17, 18, 19, 20] of old.json" in p
+               for p in fresh_seed_problems(reused, data_dir))
+    elsewhere = _registration(sweep="x", replaces="old", runs=[{"seeds": "201-210"}])
+    assert any("[205] of other.json" in p for p in fresh_seed_problems(elsewhere, data_dir))
+    gone = _registration(sweep="x", replaces="lost", runs=[{"seeds": "301"}])
+    assert any("has no data file" in p for p in fresh_seed_problems(gone, data_dir))
+    # its own data do not count against it
+    (data_dir / "x.json").write_text(json.dumps(_data("abc", seeds=range(301, 304))),
+                                     encoding="utf-8")
+    assert fresh_seed_problems(_registration(sweep="x", replaces="old",
+                                             runs=[{"seeds": "301-303"}]), data_dir) == []
 
 
 def test_a_dirty_or_missing_code_version_is_caught() -> None:
