@@ -1,1 +1,2 @@
-"""Benchmarks of labformer against PyTorch's own modules (run with `make bench`)."""
+"""Benchmarks of labformer against PyTorch's own modules and Hugging Face's GPT-2
+(run with `make bench`)."""
