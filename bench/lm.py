@@ -248,6 +248,26 @@ def train_side_by_side(models: dict[str, nn.Module], train: Tensor, valid: Tenso
 
 # --- the rows of the results table --------------------------------------------------------------
 
+def check_causal(model: nn.Module, vocab: int, name: str, T: int = 8, at: int = 5) -> None:
+    """Changing token ``at`` must leave the logits of positions < at as they were and change
+    position ``at``'s; raises AssertionError naming the model otherwise. The bench runs it on
+    every model before timing it (Hugging Face's peer included, which only .venv-bench has)."""
+    was_training = model.training
+    model.eval()
+    tokens = torch.randint(0, vocab, (2, T), generator=torch.Generator().manual_seed(0))
+    changed = tokens.clone()
+    changed[:, at] = (changed[:, at] + 1) % vocab
+    with torch.no_grad():
+        a, b = model(tokens), model(changed)
+    model.train(was_training)
+    if a.shape != (2, T, vocab):
+        raise AssertionError(f"{name}: logits of shape {tuple(a.shape)}, not {(2, T, vocab)}")
+    if (a[:, :at] - b[:, :at]).abs().max() > 1e-6:
+        raise AssertionError(f"{name}: a later token changed earlier logits (not causal)")
+    if (a[:, at] - b[:, at]).abs().max() <= 1e-4:
+        raise AssertionError(f"{name}: its own token did not change its logits")
+
+
 def bench_lm(tiny: bool = False, say: Callable[[str], None] | None = None) -> list[Row]:
     """bench.suite's rows: for each peer, labformer's tokens/s over the peer's, and the two
     validation losses after the same steps; a peer that is not installed gets one row that
@@ -267,6 +287,8 @@ def bench_lm(tiny: bool = False, say: Callable[[str], None] | None = None) -> li
     if missing is None:
         models["ours-gpt2"] = labformer_lm(vocab, cfg, "gpt2")
         models["hf"] = HFGPT2LM(vocab, cfg)
+    for name, model in models.items():  # a peer that sees the future is not a peer
+        check_causal(model, vocab, name)
     say(f"language models side by side ({', '.join(models)}): {size}")
     runs = train_side_by_side(models, train, valid, cfg)
 
