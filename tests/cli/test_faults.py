@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from cli_helpers import assert_short_error, lines, run
 
 import labformer.app.cli.train as train_command
 import labformer.app.translate
@@ -38,27 +39,6 @@ EVERYDAY = everyday_pairs_path()
 TINY = dict(d_model=16, num_heads=2, num_encoder_layers=1, num_decoder_layers=1, d_ff=32,
             dropout=0.0, max_len=40)
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(64))
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    """The CLI in-process: (exit status, stdout, stderr)."""
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def lines(err: str) -> list[str]:
-    return [line for line in err.splitlines() if line.strip()]
-
-
-def assert_short_error(code: int, err: str, *words: str, status: int = 1) -> None:
-    """A refusal: the exit status, at most two lines, no traceback, the words it must say."""
-    assert code == status, err
-    assert 1 <= len(lines(err)) <= 2, err
-    assert "Traceback" not in err and "[Errno" not in err and "weights_only" not in err, err
-    for word in words:
-        assert word in err, (word, err)
-
 
 @contextlib.contextmanager
 def no_hang(seconds: int = 30) -> Iterator[None]:
