@@ -3,6 +3,8 @@
 - :mod:`~labformer.book.notebook`: a chapter's setup, its evidence lines, glued values, stored
   sweeps and the statistics that decide verdicts;
 - :mod:`~labformer.book.diagrams`: the figures drawn from the running model (SVG);
+- :mod:`~labformer.book.svg`: the diagrams' SVG toolkit (colours, labels in both editions,
+  cells, boxes, arrows, reading a picture back);
 - :mod:`~labformer.book.plot`: the book's plots and their Chinese twins;
 - :mod:`~labformer.book.figures`: matplotlib figures drawn from a chapter's running model;
 - :mod:`~labformer.book.measure`: what a computation costs (autograd's saved bytes, graph
