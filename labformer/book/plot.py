@@ -157,6 +157,17 @@ def translate_text(text: str, words: list[tuple[re.Pattern[str], str]] | None = 
     return None
 
 
+def plot_zh(text: str) -> str:
+    """``text`` in Chinese for a chapter that draws its own Chinese edition of a plot (an
+    explorer's title, a figure's legend): the entry of :data:`PLOT_WORDS` for exactly ``text``,
+    else :func:`translate_text`. Raises KeyError naming the table when it has none."""
+    table: dict[str, str] = json.loads(PLOT_WORDS.read_text(encoding="utf-8"))
+    chinese = table.get(text, translate_text(text))
+    if chinese is None:
+        raise KeyError(f"{PLOT_WORDS.name} has no entry for {text!r}")
+    return chinese
+
+
 #: Words that stay English in the Chinese edition too (the book's glossary keeps them).
 KEPT_WORDS = frozenset({
     "BLEU", "GRU", "RNN", "LSTM", "Transformer", "softmax", "argmax", "logit", "logits",

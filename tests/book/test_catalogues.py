@@ -12,7 +12,10 @@ The catalogues, by surface:
   prose.json;
 * each page script's words: scripts/NAME.json, which the build writes into the page;
 * the plots' texts: labformer/book/plot_zh.json; the diagrams' texts:
-  labformer/book/diagrams_zh.json; the exercises' texts: their own catalogue.
+  labformer/book/diagrams_zh.json; the exercises' texts: their own catalogue;
+* the chapters' own Chinese sentences and tables (the values glued as ``KEY_zh``):
+  chapters/NAME.json, read by labformer.book.words.chapter_words. The chapters' code cells
+  hold no Chinese either.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import book_ext
 from babel.messages.pofile import read_po
 
 from labformer.book import diagrams
+from labformer.book.words import CHAPTERS, chapter_words
 
 ROOT = Path(__file__).resolve().parents[2]
 ZH = ROOT / "book" / "locales" / "zh_CN"
@@ -60,13 +64,75 @@ def test_no_chinese_in_python_or_javascript_source() -> None:
                        "(tests/book/test_catalogues.py names them):\n" + "\n".join(found))
 
 
+def code_cells() -> list[tuple[str, int, str]]:
+    """(chapter file, cell index, source) of each code cell of the book's chapters."""
+    return [(path.name, index, "".join(cell["source"]))
+            for path in sorted((ROOT / "book").glob("*.ipynb"))
+            for index, cell in enumerate(json.loads(path.read_text(encoding="utf-8"))["cells"])
+            if cell["cell_type"] == "code"]
+
+
+def test_no_chinese_in_the_chapters_code_cells() -> None:
+    cells = code_cells()
+    found = [f"book/{name}:{index}:{n}: {line.strip()[:80]}"
+             for name, index, source in cells
+             for n, line in enumerate(source.splitlines(), 1) if CHINESE.search(line)]
+    assert len({name for name, _, _ in cells}) >= 15, "the scan found too few chapters"
+    assert not found, ("Chinese in a chapter's code (chapter:cell:line); move it to its "
+                       "catalogue: diagrams_zh.json (dg.Label.of), plot_zh.json (plot_zh) or "
+                       "the chapter's chapters/NAME.json (chapter_words):\n" + "\n".join(found))
+
+
+def chapter_literals() -> set[str]:
+    """The string literals of the chapters' code cells (IPython's magics left out)."""
+    literals: set[str] = set()
+    for _, _, source in code_cells():
+        code = "\n".join(line for line in source.splitlines()
+                         if not line.lstrip().startswith(("%", "!")))
+        literals |= {node.value for node in ast.walk(ast.parse(code))
+                     if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+    return literals
+
+
+def template_strings(entry: object) -> list[str]:
+    if isinstance(entry, str):
+        return [entry]
+    assert isinstance(entry, (dict, list)), entry
+    values = list(entry.values()) if isinstance(entry, dict) else entry
+    return [t for value in values for t in template_strings(value)]
+
+
+def test_each_chapter_catalogue_belongs_to_a_chapter_that_reads_it() -> None:
+    """chapters/NAME.json: NAME is a chapter whose code calls chapter_words("NAME"), every
+    entry holds Chinese (or a name kept in English), and a missing key names the chapter."""
+    folder = ROOT / CHAPTERS
+    catalogues = sorted(folder.glob("*.json"))
+    assert catalogues, f"no chapter catalogue in {folder}"
+    sources = {name.removesuffix(".ipynb"): "\n".join(s for n, _, s in code_cells() if n == name)
+               for name, _, _ in code_cells()}
+    for path in catalogues:
+        chapter = path.stem
+        assert chapter in sources, f"{path.name} names no chapter"
+        assert f'chapter_words("{chapter}")' in sources[chapter], f"{chapter} does not read it"
+        table = json.loads(path.read_text(encoding="utf-8"))
+        for template in template_strings(table):
+            assert CHINESE.search(template) or not re.search(r"[a-z]{4}", template), template
+    words = chapter_words(catalogues[0].stem)
+    try:
+        words("a key the catalogue lacks")
+    except KeyError as error:
+        assert catalogues[0].stem in str(error) and "a key the catalogue lacks" in str(error)
+    else:
+        raise AssertionError("a missing entry must fail")
+
+
 def fields(template: str) -> set[str]:
     return {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
 
 
 def test_every_diagram_text_has_its_chinese_and_every_entry_is_used() -> None:
     """Each Label.of / Label.join key of diagrams.py is in diagrams_zh.json, with the same
-    fields in both editions; each entry is a text diagrams.py writes."""
+    fields in both editions; each entry is a text diagrams.py or a chapter writes."""
     words = diagrams.diagram_words()
     tree = ast.parse(Path(diagrams.__file__).read_text(encoding="utf-8"))
     literals = {node.value for node in ast.walk(tree)
@@ -78,6 +144,7 @@ def test_every_diagram_text_has_its_chinese_and_every_entry_is_used() -> None:
             and isinstance(call.args[0], ast.Constant)]
     assert len(keys) > 150
     assert [k for k in keys if k not in words] == []
+    literals |= chapter_literals()  # the chapters' own labels: dg.Label.of("...")
     assert [k for k in words if k not in literals] == [], "entries no diagram writes"
     assert [k for k, zh in words.items() if fields(zh) != fields(k)] == []
     assert all(CHINESE.search(zh) or zh == k or not re.search(r"[a-z]{4}", k)

@@ -294,7 +294,17 @@ def test_every_entry_of_the_plot_table_keeps_its_placeholders():
     for english, chinese in table.items():
         assert english.count("{}") == chinese.count("{}"), english
         assert english.count("\n") == chinese.count("\n"), english
-        assert re.search(r"[\u4e00-\u9fff]", chinese) or chinese == english, english
+        # Chinese words, or Chinese punctuation (", " -> "，"), or a text kept as it is
+        assert re.search(r"[\u4e00-\u9fff\u3000-\u303f\uff00-\uffef]", chinese) \
+            or chinese == english, english
+
+
+def test_plot_zh_gives_a_chapter_s_own_plot_words():
+    assert plot.plot_zh("1 thread") == "1 个线程"
+    assert plot.plot_zh(", ") == "，"  # an exact entry before the texts kept as they are
+    assert plot.plot_zh("Transformer") == "Transformer"
+    with pytest.raises(KeyError, match="plot_zh.json"):
+        plot.plot_zh("a text the table lacks")
 
 
 def test_a_figure_gets_a_chinese_twin_and_keeps_its_english(monkeypatch, tmp_path):
