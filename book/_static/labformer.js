@@ -72,15 +72,19 @@
     if (link && /(^|\/)_images\//.test(link.getAttribute("href"))) event.preventDefault();
     if (img.classList.contains("lf-zoomable")) open(img);
   });
-  // The theme opens the page's contents from the first "secondary-toggle" button only (the
-  // page header's, hidden on wide screens): the article header's button forwards to it.
+  // The themes wire the table of contents (the ☰ "primary-toggle") and the page's contents
+  // ("secondary-toggle") to the first button of each kind only: the page header's, hidden
+  // (0 x 0) at every width. The visible buttons in the article header forward to it, so the
+  // theme opens its drawer on a phone and shows or hides the sidebar on a wide screen.
   document.addEventListener("click", function (event) {
-    var button = event.target.closest && event.target.closest(".secondary-toggle");
-    var first = document.querySelector(".secondary-toggle");
-    if (button && first && button !== first) {
-      event.preventDefault();
-      first.click();
-    }
+    [".primary-toggle", ".secondary-toggle"].forEach(function (kind) {
+      var button = event.target.closest && event.target.closest(kind);
+      var first = document.querySelector(kind);
+      if (button && first && button !== first) {
+        event.preventDefault();
+        first.click();
+      }
+    });
   });
   // Escape closes the layer before any other handler sees the key (Sphinx's search-highlight
   // script listens for it on the document and would swallow it).
