@@ -5,8 +5,11 @@
    The page holds a <div class="lf-live" data-lf-model="FILE"> with precomputed examples (JSON,
    made by the build with labformer.app.export.live_examples). They are shown at once. The model
    itself (FILE, written by labformer.app.export, a few MB) is loaded only when the reader presses
-   the button: a <script> tag next to this file, so it loads from any static server and from
-   files opened directly (file://); nothing is fetched from the network.
+   the button, from next to this file, and read as data, never run: from a static server it is
+   fetched and its JSON parsed; from a page opened as a file (file://), where a browser lets a page
+   read no other file by itself, the reader chooses the file (an <input type="file">) and it is
+   read the same way. Its SHA-256 is checked against the page's before the model speaks.
+   Nothing is fetched from the network.
 
    A sentence typed here is translated as `labformer translate` translates it (chapter 12,
    labformer/app/carry.py): a line of several sentences sentence by sentence; numbers, clock times
@@ -1241,6 +1244,10 @@
              "warnings.",
       load: "Load the model and translate", go: "Translate",
       loading: "Loading the model…", ready: "Model loaded: {n} parameters.",
+      choose: "Opened as a file, this page cannot read its model file by itself: choose " +
+              "{file} below (it is read as data, never run), or serve the folder " +
+              "(python -m http.server) and open the page from there.",
+      pick: "Model file: ",
       failed: "The model could not be loaded ({why}). The examples below were computed " +
               "by the build.",
       examples: "Precomputed by the build:", example: "Example",
@@ -1461,6 +1468,14 @@
     var status = el("p", "lf-live-status");
     status.setAttribute("aria-live", "polite");
     root.appendChild(status);
+    // Opened as a file (file://): the reader chooses the model file, which is read as data.
+    var picker = el("label", "lf-live-pick", words.pick);
+    var chooser = el("input", "lf-live-file");
+    chooser.type = "file";
+    chooser.accept = ".js";
+    picker.appendChild(chooser);
+    picker.hidden = true;
+    root.appendChild(picker);
 
     var pick = el("div", "lf-live-examples");
     if (examples.length) {
@@ -1497,73 +1512,103 @@
         root.setAttribute("data-lf-state", e instanceof RangeError && words[e.message] ? "ready" : "error");
       }
     }
+    var file = root.getAttribute("data-lf-model");
+    var expected = { fileSha256: root.getAttribute("data-lf-model-sha256"),
+                     weightsSha256: root.getAttribute("data-lf-weights-sha256") };
+    function start(picked) {
+      root.setAttribute("data-lf-state", "loading");
+      status.textContent = words.loading;
+      load(file, whenLoaded, expected, picked);
+    }
     form.addEventListener("submit", function (event) {
       event.preventDefault();
       if (model) { status.textContent = ""; run(); return; }
       if (root.getAttribute("data-lf-state") === "loading") return;
-      root.setAttribute("data-lf-state", "loading");
-      status.textContent = words.loading;
-      var expected = { fileSha256: root.getAttribute("data-lf-model-sha256"),
-                       weightsSha256: root.getAttribute("data-lf-weights-sha256") };
-      load(root.getAttribute("data-lf-model"), function (err, m) {
-        if (err) {
-          root.setAttribute("data-lf-state", "error");
-          status.textContent = fmt(words.failed, { why: err.message });
-          return;
-        }
-        model = m;
-        button.textContent = words.go;
-        status.textContent = fmt(words.ready, { n: m.parameters.toLocaleString() });
-        // Another model than the examples' (labformer export of another checkpoint): said
-        // once, and the examples (the book's model's outputs) hidden.
-        var made = root.getAttribute("data-lf-weights-sha256");
-        if (made && m.weightsSha256 !== made) {
-          root.setAttribute("data-lf-other-model", "true");
-          root.insertBefore(el("p", "lf-live-other", words.other), status);
-          pick.hidden = true;
-        }
-        run();
-      }, expected);
+      if (readable(modelUrl(file))) { start(null); return; }
+      root.setAttribute("data-lf-state", "choose");
+      status.textContent = fmt(words.choose, { file: modelPath(file) });
+      picker.hidden = false;
+      chooser.focus();
     });
+    chooser.addEventListener("change", function () {
+      if (!chooser.files || !chooser.files.length || model) return;
+      if (root.getAttribute("data-lf-state") === "loading") return;
+      start(chooser.files[0]);
+      chooser.value = "";
+    });
+    function whenLoaded(err, m) {
+      if (err) {
+        root.setAttribute("data-lf-state", "error");
+        status.textContent = fmt(words.failed, { why: err.message });
+        return;
+      }
+      model = m;
+      picker.hidden = true;
+      button.textContent = words.go;
+      status.textContent = fmt(words.ready, { n: m.parameters.toLocaleString() });
+      // Another model than the examples' (labformer export of another checkpoint): said
+      // once, and the examples (the book's model's outputs) hidden.
+      var made = root.getAttribute("data-lf-weights-sha256");
+      if (made && m.weightsSha256 !== made) {
+        root.setAttribute("data-lf-other-model", "true");
+        root.insertBefore(el("p", "lf-live-other", words.other), status);
+        pick.hidden = true;
+      }
+      run();
+    }
   }
 
-  // The model file, once per URL. Where the page can fetch it (http, https) it is read as text
-  // and its JSON parsed, so nothing in it runs; under file://, where a browser fetches nothing,
-  // by a <script> tag beside this one. Before the model speaks its data is checked against its
-  // data_sha256, and a fetched file against the SHA-256 the page was built with (expected:
-  // { fileSha256, weightsSha256 }, the widget's data-lf-model-sha256 and
-  // data-lf-weights-sha256): a file that claims the book's weights but is not the book's file
-  // was altered. Each failure is one sentence naming the file and the hash that differs.
+  // The model file, once per URL, read as data in every mode: its bytes are hashed, its JSON
+  // parsed, and nothing in it runs. Where the page can fetch it (http, https) it is fetched;
+  // a page opened as a file (file://) can read no other file by itself (and a <script> tag
+  // would run the file), so there the reader chooses it (picked: a File from the widget's
+  // <input type="file">), and without one it is refused in one sentence. Before the model
+  // speaks its data is checked against its data_sha256, and the whole file against the SHA-256
+  // the page was built with (expected: { fileSha256, weightsSha256 }, the widget's
+  // data-lf-model-sha256 and data-lf-weights-sha256): a file that claims the book's weights but
+  // is not the book's file was altered. Each failure is one sentence naming the file and the
+  // hash that differs.
   var loaded = {};
-  function load(file, done, expected) {
-    var url = new URL(file, SCRIPT || location.href).href;
-    if (loaded[url]) { loaded[url].push(done); return; }
-    loaded[url] = [done];
+  function modelUrl(file) { return new URL(file, SCRIPT || location.href).href; }
+  function readable(url) { return /^https?:/.test(url) && !!window.fetch; }
+  function modelPath(file) {  // where the file lies on this machine (a file:// page's)
+    var url = new URL(modelUrl(file));
+    return url.protocol === "file:" ? decodeURIComponent(url.pathname) : url.href;
+  }
+  function load(file, done, expected, picked) {
+    var url = modelUrl(file), key = picked ? null : url;
+    if (key && loaded[key]) { loaded[key].push(done); return; }
+    var waiting = [done];
+    if (key) loaded[key] = waiting;
     function finish(err, m) {
-      loaded[url].forEach(function (f) { f(err, m); });
-      loaded[url] = err ? null : { push: function (f) { f(null, m); } };
+      waiting.forEach(function (f) { f(err, m); });
+      if (key) loaded[key] = err ? null : { push: function (f) { f(null, m); } };
     }
-    function accept(payload, fileHash) {
-      verifyModelFile(file, payload, fileHash, expected || {}).then(function () {
-        finish(null, new Model(payload));
-      }).catch(function (e) { finish(e instanceof Error ? e : new Error(String(e))); });
+    var bytes;
+    if (picked) {
+      file = picked.name || file;
+      bytes = picked.arrayBuffer();
+    } else if (readable(url)) {
+      bytes = fetch(url).then(function (response) {
+        if (!response.ok) throw new Error(file + " did not load (HTTP " + response.status + ")");
+        return response.arrayBuffer();
+      });
+    } else {
+      finish(new Error(file + " is not read by a page opened as a file (file://), where loading " +
+                       "it would run it: serve the folder (python -m http.server) and open the " +
+                       "page from there, or choose the file with the page's file button"));
+      return;
     }
-    function byScript() {
-      var tag = document.createElement("script");
-      tag.src = url;
-      tag.onload = function () { accept(window[GLOBAL], null); };
-      tag.onerror = function () { finish(new Error(file + " did not load")); };
-      document.head.appendChild(tag);
-    }
-    if (!/^https?:/.test(url) || !window.fetch) { byScript(); return; }
-    fetch(url).then(function (response) {
-      if (!response.ok) throw new Error(file + " did not load (HTTP " + response.status + ")");
-      return response.arrayBuffer().then(function (buffer) {
-        return sha256(buffer).then(function (hash) {
-          accept(parseModelFile(file, new TextDecoder().decode(buffer)), hash);
+    bytes.then(function (buffer) {
+      return sha256(buffer).then(function (hash) {
+        var payload = parseModelFile(file, new TextDecoder().decode(buffer));
+        return verifyModelFile(file, payload, hash, expected || {}).then(function () {
+          return new Model(payload);
         });
       });
-    }).catch(function (e) { finish(e instanceof Error ? e : new Error(String(e))); });
+    }).then(function (m) { finish(null, m); }, function (e) {
+      finish(e instanceof Error ? e : new Error(String(e)));
+    });
   }
 
   // labformer.app.export.read_model_file: the payload of a model file, parsed, never run.

@@ -1,9 +1,13 @@
 """The translator in a web page: its weights, vocabularies and tokeniser rules as one .js file.
 
 The book's live translator (``book/_static/labformer-live.js``) runs labformer's forward pass in
-the reader's browser. It loads its model from a script file written here, which sets one
-global variable, so that a ``<script>`` tag reads it from a static server and from files opened
-directly (``file://``, where a browser fetches nothing else). The file holds::
+the reader's browser. It loads its model from the file written here, as data: the page never
+runs it (no ``<script>`` tag), in any mode. From a static server (http, https) the page fetches
+it; a page opened as a file (``file://``), where a browser lets a page read no other file by
+itself, asks the reader to choose it (or to serve the folder, ``python -m http.server``), and
+refuses to load it otherwise. Either way it reads the file's bytes, hashes them and parses the
+JSON after its header, so a line of code appended to the file is a parse error, not a
+program. The file holds::
 
     window.LABFORMER_LIVE_MODEL = {format, config, src_vocab, tgt_vocab, src_text, tgt_text,
                                    carry, moses, dtype, tensors: [[name, shape, offset], ...],
@@ -15,9 +19,10 @@ the other, in base64; ``offset`` counts elements. ``weights_sha256`` identifies 
 (:func:`labformer.train.weights_sha256` of its state dict, as its checkpoint stores it) and
 ``data_sha256`` is the SHA-256 of the bytes ``data`` decodes to: :func:`read_model_file` checks
 it, and so does the page before its model speaks (where the browser hashes); the page also
-fetches the file as text where it can (http, https) and parses its JSON, so nothing in it runs,
-and refuses a file that claims the book's weights but whose SHA-256 is not the one it was built
-with. An export from a checkpoint checks the checkpoint's own checksums first.
+refuses a file that claims the book's weights but whose SHA-256, the whole file's, is not the one
+it was built with (:func:`live_widget_html` records it). The ``window.LABFORMER_LIVE_MODEL =``
+header is the file's layout, read by text, not a way to load it. An export from a checkpoint
+checks the checkpoint's own checksums first.
 ``config`` is the model's :class:`~labformer.transformer.TransformerConfig`, ``src_text`` /
 ``tgt_text`` the :class:`~labformer.data.TextCodec` settings the page tokenises with.
 
@@ -71,7 +76,7 @@ __all__ = [
 ]
 
 FORMAT = 2  # the payload's layout; the page refuses another (2: carry and moses added)
-GLOBAL = "LABFORMER_LIVE_MODEL"  # the window property the file sets
+GLOBAL = "LABFORMER_LIVE_MODEL"  # the name in the file's header (read as text, never run)
 MODEL_FILE = "labformer-live-model.js"  # the file's name, the one the page asks for
 DTYPES = {"float32": torch.float32, "float16": torch.float16}
 
@@ -157,7 +162,8 @@ def moses_tables(langs: Sequence[str]) -> dict[str, Any]:
 
 
 def model_script(payload: dict[str, Any]) -> str:
-    """The .js file's text: one statement that sets ``window.LABFORMER_LIVE_MODEL``."""
+    """The file's text: a header comment, ``window.LABFORMER_LIVE_MODEL = `` and the payload as
+    JSON (the page reads it as text and parses the JSON; it never runs the file)."""
     body = json.dumps(payload, ensure_ascii=True, separators=(",", ":"))
     return (f"/* labformer: a translator's weights for the live page (format {FORMAT}); "
             f"written by labformer.app.export */\nwindow.{GLOBAL} = {body};\n")

@@ -10,8 +10,10 @@ model of the everyday pairs (Moses, numbers, names) translates tests/data/live_p
 labformer.app.carry (translate_carried, assess) and in the page, with the same translations and
 warnings; its Moses tokenizer is sacremoses's. A page that loads a model file other than the one
 its examples were made with says so. A reader's use is checked through the widget itself,
-from file:// and from a static server, in both editions, with screenshots at 1280 and 400 px
-in _build/screenshots/live/. When the built book holds the widget, it is checked there too.
+from file:// (where the reader chooses the model file) and from a static server, in both
+editions, with screenshots at 1280 and 400 px in _build/screenshots/live/. When the built book
+holds the widget, it is checked there too. The model file is read as data in every mode: code
+appended to it never runs, and a page opened as a file never loads it by itself.
 """
 
 from __future__ import annotations
@@ -161,6 +163,14 @@ def _serve(directory: Path) -> Iterator[str]:
         httpd.server_close()
 
 
+@contextlib.contextmanager
+def _served(site: Path, name: str = "page.html") -> Iterator[Any]:
+    """``_page`` on ``site/name`` from a static server: where the page reads its model file
+    itself (opened as a file, the reader chooses it in the widget)."""
+    with _serve(site) as base, _page(f"{base}/{name}") as page:
+        yield page
+
+
 _BROWSER: list[Any] = []  # one Chromium for the module (a launch costs seconds)
 
 
@@ -280,7 +290,7 @@ def test_logits_and_attention_are_pytorchs(tmp_path: Path, corpus: Corpus,
     side alone breaks them."""
     sentences = _fixed_and_test(corpus, 12)
     site = _site(tmp_path / "good", translator)
-    with _page((site / "page.html").as_uri()) as page:
+    with _served(site) as page:
         page.evaluate(_LOAD_MODEL, MODEL_FILE)
         gaps = _forced_gaps(page, translator, sentences)
         assert gaps["logits"] < LOGITS_TOL, gaps
@@ -296,7 +306,7 @@ def test_logits_and_attention_are_pytorchs(tmp_path: Path, corpus: Corpus,
     mutant = js.replace("cfg.scale_scores ? 1 / Math.sqrt(dk) : 1", "1")
     assert mutant != js, "the scaling line of labformer-live.js moved: update the mutant"
     site = _site(tmp_path / "mutant", translator, js=mutant)
-    with _page((site / "page.html").as_uri()) as page:
+    with _served(site) as page:
         page.evaluate(_LOAD_MODEL, MODEL_FILE)
         bad = _forced_gaps(page, translator, sentences[:3])
         assert bad["logits"] > 100 * LOGITS_TOL and bad["cross"] > 100 * WEIGHTS_TOL, bad
@@ -320,7 +330,7 @@ def test_greedy_and_beam_are_pytorchs(tmp_path: Path, corpus: Corpus, translator
     model, cfg = model_tr.model.eval(), model_tr.model.config
     site = _site(tmp_path, model_tr)
     compared = 0
-    with _page((site / "page.html").as_uri()) as page:
+    with _served(site) as page:
         page.evaluate(_LOAD_MODEL, MODEL_FILE)
         if variant:  # the other architecture also passes the forced comparison
             gaps = _forced_gaps(page, model_tr, SENTENCES[:2])
@@ -368,6 +378,8 @@ def _use_widget(page: Any, sentence: str, *, beam: bool = True) -> dict[str, Any
     page.fill(".lf-live-input", sentence)
     page.select_option(".lf-live-mode", "beam" if beam else "greedy")
     page.click(".lf-live-go")
+    if page.get_attribute(".lf-live", "data-lf-state") == "choose":  # opened as a file
+        page.set_input_files(".lf-live-file", _model_path(page))
     page.wait_for_function("s => document.querySelector('.lf-live-result')"
                            ".getAttribute('data-lf-source') === s && document.querySelector"
                            "('.lf-live').getAttribute('data-lf-state') === 'ready'", arg=sentence)
@@ -379,6 +391,14 @@ def _use_widget(page: Any, sentence: str, *, beam: bool = True) -> dict[str, Any
         button: document.querySelector('.lf-live-go').textContent,
         status: document.querySelector('.lf-live-status').textContent,
         limits: document.querySelector('.lf-live-limits').textContent})""")
+
+
+def _model_path(page: Any) -> str:
+    """Where the model file of the page's widget lies (a page opened as a file): beside
+    labformer-live.js, as the page resolves it."""
+    return page.evaluate("""() => decodeURIComponent(new URL(
+        document.querySelector('.lf-live').dataset.lfModel,
+        document.querySelector('script[src$="labformer-live.js"]').src).pathname)""")
 
 
 def _check_widget(url: str, translator: Translator | None, lang: str, shots: str | None,
@@ -440,7 +460,7 @@ def test_the_widget_reports_a_missing_model_and_keeps_the_examples(
         tmp_path: Path, translator: Translator) -> None:
     site = _site(tmp_path, translator)
     (site / "_static" / MODEL_FILE).unlink()
-    with _page((site / "page.html").as_uri()) as page:
+    with _served(site) as page:
         page.click(".lf-live-go")
         page.wait_for_selector(".lf-live[data-lf-state=error]")
         assert "did not load" in page.text_content(".lf-live-status")
@@ -554,7 +574,7 @@ def test_the_page_translates_as_the_command_line(tmp_path: Path, everyday: Trans
     started = time.perf_counter()
     site = _site(tmp_path, everyday, examples=lines[:1])
     compared, mismatches = 0, []
-    with _page((site / "page.html").as_uri()) as page:
+    with _served(site) as page:
         page.evaluate(_LOAD_MODEL, MODEL_FILE)
         for mode, beam in (("greedy", None), ("beam", 3)):
             wanted = _cli_path(everyday, lines, beam)
@@ -645,7 +665,7 @@ def test_the_page_carries_over_what_the_command_line_does(tmp_path: Path,
     space-grouped decimal and a glued time (14h30) kept: the page as the command line."""
     site = _site(tmp_path, everyday, examples=["Il est 7 h 30."])
     wanted = _cli_path(everyday, CARRY_PROBES, None)
-    with _page((site / "page.html").as_uri()) as page:
+    with _served(site) as page:
         page.evaluate(_LOAD_MODEL, MODEL_FILE)
         got = page.evaluate(_PARITY, [CARRY_PROBES, "greedy", 1])
         assert not page.errors, page.errors
@@ -701,6 +721,19 @@ def _altered_model_file(path: Path, how: str) -> None:
     path.write_text(text, encoding="ascii")
 
 
+def _pick_in_widget(page: Any, path: Path) -> str:
+    """Under file://: press the button, which asks for the model file (its path and
+    `python -m http.server` in the status), choose ``path``; the status once loaded or refused."""
+    page.fill(".lf-live-input", SENTENCES[0])
+    page.click(".lf-live-go")
+    assert page.get_attribute(".lf-live", "data-lf-state") == "choose"
+    asked = page.text_content(".lf-live-status")
+    assert _model_path(page) in asked and "python -m http.server" in asked, asked
+    page.set_input_files(".lf-live-file", str(path))
+    page.wait_for_selector(".lf-live[data-lf-state=ready], .lf-live[data-lf-state=error]")
+    return page.text_content(".lf-live-status")
+
+
 @pytest.mark.parametrize("how, words", [
     ("signs flipped", "is damaged: its weights' SHA-256 is"),
     ("vocabulary swapped", "is not the file this page was built with"),
@@ -709,21 +742,56 @@ def _altered_model_file(path: Path, how: str) -> None:
 def test_the_page_refuses_an_altered_model_file_before_it_speaks(tmp_path: Path,
                                                                 translator: Translator,
                                                                 how: str, words: str) -> None:
+    """From a server and, the file chosen in the widget, from file://: one sentence naming the
+    file and the hash that differs, and nothing in the file runs."""
     site = _site(tmp_path, translator, examples=SENTENCES[:1])
     _altered_model_file(site / "_static" / MODEL_FILE, how)
-    with _serve(site) as base, _page(f"{base}/page.html") as page:
+    with _served(site) as page:
         said = page.evaluate(_LOAD_CHECKED, MODEL_FILE)
         assert said.startswith(MODEL_FILE) and words in said and "\n" not in said, said
         assert page.evaluate("() => window.__ran === undefined")  # nothing in it ran
         assert not page.errors, page.errors
-    if how == "signs flipped":  # from file:// as well, where the file comes by a script tag
-        with _page((site / "page.html").as_uri()) as page:
-            said = page.evaluate(_LOAD_CHECKED, MODEL_FILE)
-            assert words in said, said
+    with _page((site / "page.html").as_uri()) as page:  # whole-file hash there too
+        said = _pick_in_widget(page, site / "_static" / MODEL_FILE)
+        assert page.get_attribute(".lf-live", "data-lf-state") == "error"
+        assert words in said and "\n" not in said, said
+        assert page.evaluate("() => window.__ran === undefined")
+        assert not page.errors, page.errors
     # the file as exported loads, from a server
     fresh = _site(tmp_path / "fresh", translator, examples=SENTENCES[:1])
     with _serve(fresh) as base, _page(f"{base}/page.html") as page:
         assert page.evaluate(_LOAD_CHECKED, MODEL_FILE) == "loaded"
+
+
+def test_a_page_opened_as_a_file_runs_nothing_of_its_model_file(tmp_path: Path,
+                                                                translator: Translator) -> None:
+    """Issue 58: a line of JavaScript appended to the model file ran on a page opened from
+    file://, which loaded the file by a <script> tag. Now such a page never loads the file by
+    itself: asked for it, it refuses in one sentence that says to serve the folder, requests
+    nothing, and the appended code stays unrun; chosen in the widget, the file is read as data
+    and refused; the untouched file chosen there translates."""
+    site = _site(tmp_path, translator, examples=SENTENCES[:1])
+    model_file = site / "_static" / MODEL_FILE
+    exported = model_file.read_text(encoding="ascii")
+    model_file.write_text(exported + "window.pwned = 1;\n", encoding="ascii")
+    with _page((site / "page.html").as_uri()) as page:
+        said = page.evaluate(_LOAD_CHECKED, MODEL_FILE)
+        assert said.startswith(f"{MODEL_FILE} is not read by a page opened as a file"), said
+        assert "python -m http.server" in said and "\n" not in said, said
+        said = _pick_in_widget(page, model_file)
+        assert "something follows it" in said, said
+        assert page.evaluate("() => window.pwned === undefined")
+        assert page.evaluate("() => document.querySelectorAll('script[src*=\"live-model\"]')"
+                             ".length") == 0
+        assert not [u for u in page.requests if "live-model" in u], page.requests
+        assert not page.errors, page.errors
+    model_file.write_text(exported, encoding="ascii")
+    with _page((site / "page.html").as_uri()) as page:
+        said = _pick_in_widget(page, model_file)
+        assert page.get_attribute(".lf-live", "data-lf-state") == "ready", said
+        want = translate_carried(translator, [SENTENCES[0]], beam=4)[0].text
+        assert page.text_content(".lf-live-text") == want
+        assert not page.errors, page.errors
 
 
 @pytest.mark.parametrize("how, words", [
@@ -733,15 +801,27 @@ def test_the_page_refuses_an_altered_model_file_before_it_speaks(tmp_path: Path,
 def test_the_page_says_what_is_wrong_with_a_model_files_tensors(tmp_path: Path,
                                                                translator: Translator,
                                                                how: str, words: str) -> None:
-    """From file:// (the file comes by a script tag, no file hash to compare): one sentence
-    naming the file, and the widget left in its error state, not "loading"."""
+    """A page built with such a file (its hashes its own): one sentence naming the file, and
+    the widget left in its error state, not "loading", from a server and from file://."""
+    from labformer.app.export import file_sha256
+
     site = _site(tmp_path, translator, examples=SENTENCES[:1])
-    _altered_model_file(site / "_static" / MODEL_FILE, how)
-    with _page((site / "page.html").as_uri()) as page:
+    model_file = site / "_static" / MODEL_FILE
+    built = file_sha256(model_file)
+    _altered_model_file(model_file, how)
+    for name in ("page.html", "zh.html"):  # as if the book had been built with it
+        page_file = site / name
+        page_file.write_text(page_file.read_text(encoding="utf-8").replace(
+            built, file_sha256(model_file)), encoding="utf-8")
+    with _served(site) as page:
         said = page.evaluate(_LOAD_CHECKED, MODEL_FILE)
         assert said.startswith(f"{MODEL_FILE} is damaged") and words in said, said
         page.fill(".lf-live-input", SENTENCES[0])
         page.click(".lf-live-go")
         page.wait_for_selector(".lf-live[data-lf-state=error]")
         assert words in page.text_content(".lf-live-status")
+        assert not page.errors, page.errors
+    with _page((site / "page.html").as_uri()) as page:
+        assert words in _pick_in_widget(page, model_file)
+        assert page.get_attribute(".lf-live", "data-lf-state") == "error"
         assert not page.errors, page.errors
