@@ -20,8 +20,9 @@ import numpy as np
 import torch
 
 __all__ = ["SEED_ENV", "ClaimFailed", "Evidence", "Sweep", "book_file", "decide", "evidence",
-           "glue", "human_number", "measured_text", "predictive_interval", "repo_root",
-           "resolve_seed", "setup_notebook", "shape_text", "t_quantile", "table"]
+           "glue", "human_number", "measured_text", "predictive_interval", "registration",
+           "repo_root", "resolve_seed", "setup_notebook", "shape_text", "t_quantile",
+           "t_two_sided_p", "table"]
 
 #: Environment variable that overrides the seed a chapter asks for, so that the whole book can
 #: be re-run with another seed without editing a notebook: ``LABFORMER_SEED=3 make test``.
@@ -90,6 +91,23 @@ def book_file(relative: str | os.PathLike[str]) -> Path:
         raise FileNotFoundError(f"this chapter needs {path.as_posix()}, but it is neither in the "
                                 f"working directory nor at {candidate}")
     return candidate
+
+
+def registration(sweep: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A registered sweep's plan and data: ``data/plans/SWEEP.json``, fixed before its runs
+    (seeds, margin, family, analysis), and the data file it names. Raises ValueError in one
+    sentence when the plan was not registered before the runs or the data are not its sweep
+    (another command); tests/notebooks/test_registrations.py checks the rest."""
+    plan = json.loads(book_file(f"data/plans/{sweep}.json").read_text(encoding="utf-8"))
+    if plan.get("registered") != "before the runs":
+        raise ValueError(f"data/plans/{sweep}.json was registered {plan.get('registered')!r}, "
+                         f"not before the runs")
+    relative = Path(plan["data"]).relative_to("book")
+    data = json.loads(book_file(relative).read_text(encoding="utf-8"))
+    if data.get("command") != plan["command"]:
+        raise ValueError(f"{relative.as_posix()} was made by {data.get('command')!r}, not by "
+                         f"the registered {plan['command']!r}")
+    return plan, data
 
 
 def glue(name: str, value: Any, display: bool = False, *, twin: bool = True) -> None:
@@ -603,6 +621,14 @@ def t_quantile(p: float, df: float) -> float:
         if hi - lo < 1e-12 * max(1.0, hi):
             break
     return (lo + hi) / 2
+
+
+def t_two_sided_p(t: float, df: float) -> float:
+    """The two-sided p-value of Student's t statistic ``t`` with ``df`` degrees of freedom:
+    the chance that ``|T| >= |t|`` (an incomplete beta function, exact to about 1e-12)."""
+    if not df > 0 or not math.isfinite(t):
+        raise ValueError(f"t_two_sided_p needs a finite t and df > 0, got t={t}, df={df}")
+    return _beta_inc(df / 2, 0.5, df / (df + t * t))
 
 
 def predictive_interval(values: Any, alpha: float = 1e-5) -> tuple[float, float]:

@@ -395,10 +395,11 @@ def _use_widget(page: Any, sentence: str, *, beam: bool = True) -> dict[str, Any
 
 def _model_path(page: Any) -> str:
     """Where the model file of the page's widget lies (a page opened as a file): beside
-    labformer-live.js, as the page resolves it."""
+    labformer-live.js, as the page resolves it (the built book adds ?v=... to the
+    script's path, hence src*=)."""
     return page.evaluate("""() => decodeURIComponent(new URL(
         document.querySelector('.lf-live').dataset.lfModel,
-        document.querySelector('script[src$="labformer-live.js"]').src).pathname)""")
+        document.querySelector('script[src*="labformer-live.js"]').src).pathname)""")
 
 
 def _check_widget(url: str, translator: Translator | None, lang: str, shots: str | None,

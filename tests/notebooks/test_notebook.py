@@ -15,7 +15,9 @@ from labformer.book.notebook import (
     Sweep,
     decide,
     predictive_interval,
+    registration,
     t_quantile,
+    t_two_sided_p,
 )
 
 
@@ -527,3 +529,36 @@ def test_a_chapter_outside_the_repository_stops_in_one_sentence(tmp_path, monkey
     text = str(missing.value)
     assert text.startswith("this chapter needs data/03_scaling.json, which ships in the book's")
     assert "\n" not in text and "pip install -e ." in text
+
+
+def test_t_two_sided_p_inverts_t_quantile() -> None:
+    """p(|T| >= t_{1 - p/2}) = p, for the degrees of freedom the sweeps use."""
+    for df in (2, 9, 19, 39):
+        for p in (0.5, 0.05, 0.05 / 34, 1e-6):
+            assert t_two_sided_p(t_quantile(1 - p / 2, df), df) == pytest.approx(p, rel=1e-8)
+    assert t_two_sided_p(0.0, 19) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="finite t"):
+        t_two_sided_p(float("nan"), 19)
+
+
+def test_registration_reads_a_plan_and_refuses_what_is_not_its_sweep(tmp_path, monkeypatch):
+    """registration(): the plan and its data; a plan made after the fact, or data of another
+    command, is refused in one sentence."""
+    import json
+
+    plans = tmp_path / "data" / "plans"
+    plans.mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    command = "python book/sweeps/x.py --protocol v2"
+    plan = {"sweep": "x", "data": "book/data/x.json", "registered": "before the runs",
+            "command": command}
+    (plans / "x.json").write_text(json.dumps(plan))
+    (tmp_path / "data" / "x.json").write_text(json.dumps({"command": command, "runs": []}))
+    got_plan, got_data = registration("x")
+    assert got_plan == plan and got_data["runs"] == []
+    (tmp_path / "data" / "x.json").write_text(json.dumps({"command": command + " --seeds 1"}))
+    with pytest.raises(ValueError, match="not by the registered"):
+        registration("x")
+    (plans / "x.json").write_text(json.dumps({**plan, "registered": "after the fact"}))
+    with pytest.raises(ValueError, match="not before the runs"):
+        registration("x")

@@ -7,7 +7,8 @@ import itertools
 import numpy as np
 import pytest
 
-from labformer.book.stats import MAX_EXACT, holm, holm_adjusted, sign_flip_p
+from labformer.book.notebook import t_quantile
+from labformer.book.stats import MAX_EXACT, holm, holm_adjusted, registered_verdict, sign_flip_p
 
 
 def brute_sign_flip(diffs: list[float], null: float = 0.0) -> float:
@@ -100,3 +101,65 @@ def test_holm_refuses_bad_input() -> None:
         holm([0.5, 1.5])
     with pytest.raises(ValueError):
         holm([0.5], alpha=0)
+
+
+# --- the registered analysis (book/data/plans/README.md) --------------------------------------
+
+LEVEL_K = 34  # the book-wide family the v2 registrations fix: a = 0.05 / 34
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_registered_t_equivalence_is_the_interval_rule(seed: int) -> None:
+    """The TOST p-value decides exactly as |mean| + t_{1-a, n-1} SE < delta, and the t label's
+    difference test as |mean| > t_{1-a/2, n-1} SE (decide()'s rule)."""
+    rng = np.random.default_rng(seed)
+    d = rng.normal(rng.uniform(-4, 4), rng.uniform(0.5, 6), size=20)
+    delta = 5.0
+    v = registered_verdict(d, delta, LEVEL_K)
+    mean, se, a = d.mean(), d.std(ddof=1) / np.sqrt(20), 0.05 / LEVEL_K
+    differs = abs(mean) > t_quantile(1 - a / 2, 19) * se
+    equivalent = abs(mean) + t_quantile(1 - a, 19) * se < delta
+    want = ("higher" if mean > 0 else "lower") if differs else (
+        "within" if equivalent else "open")
+    assert v.t_label == want, (v, want)
+    assert (v.t_p <= a) == differs and (v.t_equivalence_p <= a) == equivalent
+
+
+def test_registered_sign_flip_labels_by_hand() -> None:
+    """20 differences of one sign: the smallest sign-flip p, 2 / 2**20, far below a; 20 tiny
+    differences around zero: both tests call them within +-delta; nineteen at +1 and one at
+    -60: both tests leave it open (mean -2.05, SE 3.05)."""
+    up = registered_verdict(np.linspace(1, 3, 20), 5.0, LEVEL_K)
+    assert up.flip_p == pytest.approx(2 / 2 ** 20) and up.verdict == "higher"
+    flat = registered_verdict(np.tile([0.1, -0.1, 0.05, -0.05], 5), 5.0, LEVEL_K)
+    assert flat.verdict == "within" and flat.flip_equivalence_p <= 0.05 / LEVEL_K
+    wide = registered_verdict([1.0] * 19 + [-60.0], 5.0, LEVEL_K)
+    assert (wide.t_label, wide.flip_label, wide.verdict) == ("open", "open", "open")
+    assert wide.mean == pytest.approx(-2.05) and wide.label() == "open"
+
+
+def test_registered_verdict_depends_on_the_test_when_they_differ() -> None:
+    """Nineteen pairs at +2 and one at -25 (mean 0.65, SE 1.35): t cannot put the mean
+    within +-5 at a = 0.05 / 34 (TOST p 0.0022), the sign-flip equivalence test can
+    (p 0.00018): the verdict is "depends on the test", and its words name both. All twenty
+    positive but spread (0.5 x 17, 9 x 3): sign-flip says higher (p = 2 / 2**20), t does not
+    (t = 2.9 < t_{1 - a/2, 19} = 3.7)."""
+    split = registered_verdict([2.0] * 19 + [-25.0], 5.0, LEVEL_K)
+    assert (split.t_label, split.flip_label) == ("open", "within")
+    assert split.verdict == "depends on the test"
+    words = split.label(within="within +-{delta:g} points")
+    assert "t: open" in words and "sign-flip: within +-5 points" in words
+    mixed = registered_verdict([0.5] * 17 + [9.0, 9.0, 9.0], 5.0, LEVEL_K)
+    assert mixed.flip_label == "higher" and mixed.t_label != "higher"
+    assert mixed.verdict == "depends on the test"
+    agree = registered_verdict(np.linspace(-1, 4, 20), 5.0, LEVEL_K)
+    assert agree.verdict == agree.t_label == agree.flip_label == "higher"
+
+
+def test_registered_verdict_refuses_bad_input() -> None:
+    with pytest.raises(ValueError, match="at least 3"):
+        registered_verdict([1.0, 2.0], 5.0, LEVEL_K)
+    with pytest.raises(ValueError, match="delta > 0"):
+        registered_verdict([1.0, 2.0, 3.0], 0.0, LEVEL_K)
+    with pytest.raises(ValueError, match="finite"):
+        registered_verdict([1.0, float("nan"), 3.0], 5.0, LEVEL_K)
