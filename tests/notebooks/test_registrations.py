@@ -584,3 +584,19 @@ def test_a_dirty_or_missing_code_version_is_caught() -> None:
     assert version_problems(_data("abc-dirty"), {**new, "registered": AFTER}) != []
     # a listed defect the data do not have is stale
     assert any("do not have" in p for p in version_problems(_data("abc1234"), stored))
+
+
+def test_checking_md_states_the_registered_family() -> None:
+    """book/checking.md names the book-wide family the registrations fix (its K and level),
+    so the page and the plans cannot drift apart: every plan registered before its runs
+    shares one K, and the page states it and 0.05 / K."""
+    import re
+
+    ks = {json.loads(p.read_text("utf-8"))["family"]["k"] for p in sorted(PLANS.glob("*.json"))
+          if json.loads(p.read_text("utf-8")).get("registered") == "before the runs"}
+    assert len(ks) == 1, f"the registrations name several book-wide K: {sorted(ks)}"
+    (k,) = ks
+    page = (ROOT / "book" / "checking.md").read_text("utf-8")
+    stated = {int(m) for m in re.findall(r"the (\d+) verdicts of chapters", page)}
+    assert stated == {k}, f"checking.md states K = {sorted(stated)}, the plans {k}"
+    assert f"$0.05/{k} \\approx {0.05 / k:.4f}$" in page
