@@ -7,6 +7,8 @@ STAMP := $(VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 # Notebooks executed at once by `make book` (each runs on one thread), and pytest workers.
 JOBS ?= 2
+# How many of the slowest tests `make test` lists (DURATIONS=0: all).
+DURATIONS ?= 15
 # Fingerprint of the package and of the sweeps the chapters read (book/data): when either
 # changes, cached notebook outputs are stale.
 LABFORMER_HASH = $(shell find labformer book/data -type f -not -path '*/__pycache__/*' | LC_ALL=C sort \
@@ -160,7 +162,7 @@ test:
 	@$(TIMED) "lint and types" $(MAKE) --no-print-directory lint
 	@$(MAKE) --no-print-directory book
 	@$(TIMED) "tests on $(JOBS) workers" env CHROMIUM=$(CHROMIUM) $(PY) -m pytest tests \
-	  -n $(JOBS) --dist loadfile -m "not solo" --cov=labformer --cov-report= --durations=15
+	  -n $(JOBS) --dist loadfile -m "not solo" --cov=labformer --cov-report= --durations=$(DURATIONS)
 	@$(TIMED) "tests that run alone" env CHROMIUM=$(CHROMIUM) $(PY) -m pytest tests -m solo \
 	  --cov=labformer --cov-append --cov-report=term --cov-fail-under=90
 	@tests/phases.sh _build/phases.tsv
