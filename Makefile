@@ -19,7 +19,7 @@ BOOK_KEY = $(LABFORMER_HASH) seed=$(LABFORMER_SEED) cpu=$(ATEN_CPU_CAPABILITY) \
            zh-font=$(if $(wildcard $(CJK_FONT)),yes,no)
 
 .PHONY: help venv book translations test unit lint test-robust test-notebooks test-mutants lab bench browser \
-        clean
+        clean screenshots
 
 help:
 	@echo "make book   build the HTML book into _build/html (English) and _build/html/zh (中文)"
@@ -30,6 +30,7 @@ help:
 	@echo "                     (SEEDS=N: N fresh random seeds)"
 	@echo "make test-mutants    plant bugs in a copy of labformer; each chapter must catch its own"
 	@echo "make lab    open the chapters in JupyterLab"
+	@echo "make screenshots  the browser tests again, saving what they see in _build/screenshots/"
 	@echo "make translations  update the Chinese catalogues after an English change"
 	@echo "make bench  benchmarks against PyTorch's own modules (writes bench/results.md)"
 
@@ -149,10 +150,11 @@ browser:
 	@test -x $(CHROMIUM) || { echo "chromium not found at $(CHROMIUM)"; exit 1; }
 
 # Lint and types; the book build, which executes every notebook once and fails on any error
-# (see `book`); then the unit tests (with coverage) and the built book's tests in a browser, on
-# $(JOBS) workers (one test file per worker: a file's fixtures are built once), and last, alone,
-# the tests that need the machine to themselves (marked `solo`: two DDP processes). Each phase
-# is timed (tests/timed.sh) and the table printed at the end (tests/phases.sh).
+# (see `book`); then every test (with coverage): the unit tests, the built book's tests in a
+# browser and the ones that start processes of their own (marked `solo`: two DDP processes,
+# JupyterLab), on $(JOBS) workers (one test file per worker: a file's fixtures are built once;
+# the longest files first, tests/conftest.py). Each phase is timed (tests/timed.sh) and the
+# table printed at the end (tests/phases.sh).
 # nbval runs the notebooks under other seeds and CPU kernels: `test-notebooks`, `test-robust`.
 NBVAL := $(PY) -m pytest book --nbval-lax --nbval-cell-timeout=900 -n $(JOBS) --dist loadfile
 TIMED := PHASES=$(CURDIR)/_build/phases.tsv $(CURDIR)/tests/timed.sh
@@ -162,10 +164,20 @@ test:
 	@$(TIMED) "lint and types" $(MAKE) --no-print-directory lint
 	@$(MAKE) --no-print-directory book
 	@$(TIMED) "tests on $(JOBS) workers" env CHROMIUM=$(CHROMIUM) $(PY) -m pytest tests \
-	  -n $(JOBS) --dist loadfile -m "not solo" --cov=labformer --cov-report= --durations=$(DURATIONS)
-	@$(TIMED) "tests that run alone" env CHROMIUM=$(CHROMIUM) $(PY) -m pytest tests -m solo \
-	  --cov=labformer --cov-append --cov-report=term --cov-fail-under=90
+	  -n $(JOBS) --dist loadfile --cov=labformer --cov-report=term --cov-fail-under=90 \
+	  --durations=$(DURATIONS)
 	@tests/phases.sh _build/phases.tsv
+
+# The browser tests take screenshots only when asked (LABFORMER_SCREENSHOTS=1): pictures for a
+# person to look at (every page at 1280 px and in the dark, each diagram at 1280 and 400 px in
+# both editions, the live translator, JupyterLab), which no test reads. After `make book`.
+screenshots: venv browser
+	rm -rf _build/screenshots
+	LABFORMER_SCREENSHOTS=1 CHROMIUM=$(CHROMIUM) $(PY) -m pytest -n $(JOBS) --dist loadfile -q \
+	  tests/book/test_book_html.py tests/book/test_book_html_pages.py tests/book/test_book_editions.py \
+	  tests/notebooks/test_diagrams_html.py tests/notebooks/test_book_evidence.py \
+	  tests/cli/test_live.py tests/book/test_lab.py
+	@echo "Screenshots: $(CURDIR)/_build/screenshots/"
 
 # The chapters' code lines fit the book's code boxes: 80 columns (a 1024 px screen shows 86).
 # The workflow for forks and the citation file are checked against their schemas (offline).

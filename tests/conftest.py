@@ -35,6 +35,36 @@ def one_thread():
 
 HTML = Path(__file__).resolve().parents[1] / "_build" / "html"
 
+#: The longest test files (seconds on 2 workers, `make test DURATIONS=0`), longest first.
+#: `make test` hands whole files to its two workers in collection order (--dist loadfile), so
+#: these go first and the many short files fill in after them: the two workers then finish
+#: together instead of one waiting for the other's last long file.
+LONGEST_FIRST = ["book/test_book_html.py", "notebooks/test_diagrams_html.py",
+                 "book/test_lab.py", "book/test_book_editions.py",
+                 "book/test_book_html_pages.py", "cli/test_live.py", "cli/test_ddp.py",
+                 "book/test_book_build.py", "notebooks/test_robust.py",
+                 "cli/test_cli.py", "cli/test_faults.py", "cli/test_hardening.py",
+                 "book/test_navigation.py", "cli/test_cli_files.py"]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The files of LONGEST_FIRST first, in its order; the rest as collected."""
+    tests = Path(__file__).resolve().parent
+    gone = [name for name in LONGEST_FIRST if not (tests / name).is_file()]
+    if gone:  # a renamed file would silently lose its place
+        raise pytest.UsageError(f"tests/conftest.py LONGEST_FIRST names missing files: {gone}")
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+
+    def key(item: pytest.Item) -> int:
+        try:
+            rel = item.path.resolve().relative_to(tests).as_posix()
+        except ValueError:  # a notebook under nbval, outside tests/
+            return len(rank)
+        return rank.get(rel, len(rank))
+
+    items.sort(key=key)  # stable: the order within a file, and among the rest, is kept
+
+
 
 @pytest.fixture(scope="module")
 def html_dir() -> Path:

@@ -5,11 +5,11 @@ three chapters are opened in Chromium and run from top to bottom, and what a lea
 checked: the prose's numbers and figures filled in from the kernel, no raw MyST markup, every
 cell the page hides collapsed, every figure of the page present and no error output. Nothing is
 saved (autosave off), so the chapters in the checkout are left as they are. Screenshots at
-1366 px go to _build/screenshots/lab/.
+1366 px go to _build/screenshots/lab/ under `make screenshots`.
 
 Chapter 11 reads the translator that `make book` trained (labformer.app.runs caches it), so this
-test, which `make test` runs after the book and alone (it uses both cores), takes about a
-minute and a half. Only the chapter on screen is read: JupyterLab keeps every notebook it has
+test, which `make test` runs after the book and among its first files, takes about a minute
+and a half. Only the chapter on screen is read: JupyterLab keeps every notebook it has
 opened in the page, hidden, and would reopen the last one, so each chapter opens in a reset
 workspace and the counts come from the visible notebook panel.
 """
@@ -28,7 +28,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from test_book_html import chromium
+from test_book_html import chromium, shot
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = ["03_scaling", "07_transformer", "11_translator"]
@@ -215,13 +215,13 @@ def test_chapters_read_run_and_check_in_jupyterlab(lab: str) -> None:
                 page.wait_for_timeout(1000)
             page.wait_for_timeout(1000)
             state = page.evaluate(READ_PAGE)
-            page.screenshot(path=str(SHOTS / f"{chapter}.png"))
+            shot(page, SHOTS / f"{chapter}.png")
             figure = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) "
                                   ".jp-MarkdownCell figure:has(img)").first
             if figure.count():  # a second screenshot at the chapter's first figure
                 figure.evaluate("node => node.scrollIntoView()")
                 page.wait_for_timeout(500)
-                page.screenshot(path=str(SHOTS / f"{chapter}-figure.png"))
+                shot(page, SHOTS / f"{chapter}-figure.png")
             want_inputs, want_outputs, want_figures = _hidden_counts(nb)
             text = "\n\n".join(state["markdown"])
             assert state["running"] == 0, f"{chapter}: still running after {RUN_TIMEOUT} s"

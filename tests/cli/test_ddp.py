@@ -12,7 +12,7 @@ import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[2]
-# Two training processes: run alone, after the tests that share the cores (make test).
+# Two training processes of their own (marked solo; make test runs this file among the first).
 pytestmark = pytest.mark.solo
 EPOCHS, FIRST = 6, 3  # the interrupted run stops after FIRST epochs, then resumes
 
