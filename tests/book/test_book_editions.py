@@ -27,8 +27,8 @@ from test_book_html import (
     _watched_context,
     book_pages,
     chromium,
+    save_shot,
     search,
-    shot,
 )
 
 ZH = "zh"
@@ -443,7 +443,7 @@ def test_chinese_edition_in_chromium(html_dir: Path, server: str) -> None:
                         problems.append(f"{ZH}/{rel}: at 1280 px the page scrolls sideways "
                                         f"({width[0]} px wide)")
                     if rel.endswith("02_self_attention.html"):
-                        shot(page, SCREENSHOTS / "zh-chapter-1280.png")
+                        save_shot(page, SCREENSHOTS / "zh-chapter-1280.png")
                         # mid-chapter, the switch is in reach and keeps the reader's section
                         section = page.locator("section[id] section[id]").nth(2)
                         section.scroll_into_view_if_needed()
@@ -494,10 +494,10 @@ def test_chinese_glossary_and_a_phone_page_screenshots(html_dir: Path, server: s
                                                 has_touch=True, device_scale_factor=2)
         try:
             page.goto(f"{server}/{ZH}/book/glossary.html", wait_until="load")
-            shot(page, SCREENSHOTS / "zh-glossary-1280.png")
+            save_shot(page, SCREENSHOTS / "zh-glossary-1280.png")
             where[0] = f"{ZH}/book/03_scaling.html"
             phone.goto(f"{server}/{ZH}/book/03_scaling.html", wait_until="load")
-            shot(phone, SCREENSHOTS / "zh-phone.png")
+            save_shot(phone, SCREENSHOTS / "zh-phone.png")
             if not CJK.search(phone.inner_text("h1")):
                 problems.append(f"{where[0]}: its title is not Chinese")
         finally:
@@ -551,7 +551,7 @@ def test_search_ranks_the_titled_chapter_first_and_shows_the_query(
                     if stem not in text.lower():
                         problems.append(f"{where[0]}: the snippet of {h} shows no {query!r} "
                                         f"beside the title: {snippet[:120]!r}")
-                shot(page, SCREENSHOTS / shot)
+                save_shot(page, SCREENSHOTS / shot)
         finally:
             context.close()
     _report(problems, "in search results")

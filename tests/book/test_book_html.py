@@ -139,7 +139,7 @@ def chromium() -> Iterator[object]:
 SCREENSHOTS_ON = os.environ.get("LABFORMER_SCREENSHOTS") == "1"
 
 
-def shot(target: Any, path: Path) -> None:
+def save_shot(target: Any, path: Path) -> None:
     """``target.screenshot`` (a page or a locator) into ``path``, when screenshots are on."""
     if SCREENSHOTS_ON:
         target.screenshot(path=str(path))
@@ -404,11 +404,11 @@ def _check_pages(browser, html_dir: Path, server: str, pages: list[Path],
                 # What a reader sees first, then the first figure in view. (Full-page shots of
                 # long pages come out shifted in headless Chromium, so none are taken.)
                 name = _screenshot_name(path, html_dir, pages)
-                shot(page, SCREENSHOTS / name)
+                save_shot(page, SCREENSHOTS / name)
                 figure = page.locator("img[src*='_images/']")
                 if figure.count():
                     figure.first.scroll_into_view_if_needed()
-                    shot(page, SCREENSHOTS / name.replace(".png", ".figure.png"))
+                    save_shot(page, SCREENSHOTS / name.replace(".png", ".figure.png"))
                 if rel == NOW_VS_BEFORE[0]:
                     _now_vs_before(page, rel, problems)
             except Exception as exc:  # noqa: BLE001 (a timeout on one page: report it)
@@ -481,7 +481,7 @@ def _now_vs_before(page, rel: str, problems: list[str]) -> None:
     panel = page.locator("#lf-now-vs-before")
     page.wait_for_function("() => Array.from(document.querySelectorAll('#lf-now-vs-before img'))"
                            ".every(i => i.complete && i.naturalWidth > 0)")
-    shot(panel, SCREENSHOTS / "figure-1x-now-vs-before.png")
+    save_shot(panel, SCREENSHOTS / "figure-1x-now-vs-before.png")
     page.evaluate("() => document.getElementById('lf-now-vs-before').remove()")
 
 
@@ -556,12 +556,12 @@ def _code_and_solutions(page, rel: str, problems: list[str], shots: dict[str, bo
             problems.append(f"{rel}: solution {n + 1}'s toggle reads {label!r}")
         if n == 0 and not shots["solution"]:
             solution.scroll_into_view_if_needed()
-            shot(page, SCREENSHOTS / "solution-closed.png")
+            save_shot(page, SCREENSHOTS / "solution-closed.png")
         toggle.first.click()
         if answer.count() and not answer.last.is_visible():
             problems.append(f"{rel}: solution {n + 1} does not open")
         if n == 0 and not shots["solution"]:
-            shot(page, SCREENSHOTS / "solution-open.png")
+            save_shot(page, SCREENSHOTS / "solution-open.png")
             shots["solution"] = True
 
 
@@ -581,7 +581,7 @@ def _in_the_dark(page, rel: str, name: str, problems: list[str]) -> None:
     if worst["ratio"] < 4.5:
         problems.append(f"{rel}: in dark mode a claim reads at {worst['ratio']:.1f}:1 contrast "
                         f"(under 4.5:1): {worst['text']!r}")
-    shot(page, SCREENSHOTS / "dark" / name)
+    save_shot(page, SCREENSHOTS / "dark" / name)
     page.emulate_media(color_scheme="light")
     page.wait_for_function("() => document.documentElement.dataset.theme === 'light'",
                            timeout=10_000)
@@ -653,7 +653,7 @@ def tap_a_figure(phone, rel: str, problems: list[str], shots: dict[str, bool]) -
     if phone.url != before:
         problems.append(f"{rel}: a tap on a figure left the page for {phone.url}")
     elif not shots["tap"] and phone.locator("dialog.lf-zoom").count():
-        shot(phone, SCREENSHOTS / "mobile-figure-tap.png")
+        save_shot(phone, SCREENSHOTS / "mobile-figure-tap.png")
         shots["tap"] = True
         layer = phone.locator("dialog.lf-zoom")
         if not layer.locator("button.lf-zoom-close").count():
@@ -717,7 +717,7 @@ def test_chapters_are_light_and_search_snippets_read_as_text(
                 if "#term-" in href and len(text.split()) < 6:
                     problems.append(f"search: the glossary hit {href} shows no definition: "
                                     f"{text!r}")
-            shot(page, SCREENSHOTS / "search.png")
+            save_shot(page, SCREENSHOTS / "search.png")
         finally:
             context.close()
     _report(problems, "in page weight or search snippets")

@@ -20,7 +20,7 @@ from test_book_html import (
     _watched_context,
     book_pages,
     chromium,
-    shot,
+    save_shot,
     tap_a_figure,
 )
 
@@ -80,7 +80,7 @@ def test_attention_explorers_work_offline(html_dir: Path, server: str) -> None:
                             problems.append(f"{rel}: explorer {n}: hover shows {text!r}, "
                                             "not its query, key and weight")
                         if not shot:
-                            shot(page, SCREENSHOTS / "explorer-hover.png")
+                            save_shot(page, SCREENSHOTS / "explorer-hover.png")
                         before = ex.evaluate(_HEATMAP_JS)
                         selects = ex.locator("label.lf-explorer-control:not([hidden]) select")
                         if selects.count():
@@ -92,7 +92,7 @@ def test_attention_explorers_work_offline(html_dir: Path, server: str) -> None:
                                 " || '') !== old; }", arg=[ex.element_handle(), before],
                                 timeout=5_000)
                             if not shot:
-                                shot(page, SCREENSHOTS / "explorer-selected.png")
+                                save_shot(page, SCREENSHOTS / "explorer-selected.png")
                         shot = True
                 except Exception as exc:  # noqa: BLE001 (report which page, go on)
                     problems.append(f"{rel}: {type(exc).__name__}: {exc}")
@@ -126,7 +126,7 @@ def test_pages_fit_a_phone_and_keep_figures_on_the_page(html_dir: Path, server: 
                         problems.append(f"{rel}: at {MOBILE['width']} px the page scrolls "
                                         f"sideways ({width['scroll']} px wide); widest: "
                                         f"{', '.join(width['wide']) or '?'}")
-                    shot(phone, SCREENSHOTS / "mobile" / name)
+                    save_shot(phone, SCREENSHOTS / "mobile" / name)
                     tap_a_figure(phone, rel, problems, shots)
                 except Exception as exc:  # noqa: BLE001 (report which page, go on)
                     problems.append(f"{rel}: {type(exc).__name__}: {exc}")

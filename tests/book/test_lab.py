@@ -28,7 +28,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from test_book_html import chromium, shot
+from test_book_html import chromium, save_shot
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = ["03_scaling", "07_transformer", "11_translator"]
@@ -215,13 +215,13 @@ def test_chapters_read_run_and_check_in_jupyterlab(lab: str) -> None:
                 page.wait_for_timeout(1000)
             page.wait_for_timeout(1000)
             state = page.evaluate(READ_PAGE)
-            shot(page, SHOTS / f"{chapter}.png")
+            save_shot(page, SHOTS / f"{chapter}.png")
             figure = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) "
                                   ".jp-MarkdownCell figure:has(img)").first
             if figure.count():  # a second screenshot at the chapter's first figure
                 figure.evaluate("node => node.scrollIntoView()")
                 page.wait_for_timeout(500)
-                shot(page, SHOTS / f"{chapter}-figure.png")
+                save_shot(page, SHOTS / f"{chapter}-figure.png")
             want_inputs, want_outputs, want_figures = _hidden_counts(nb)
             text = "\n\n".join(state["markdown"])
             assert state["running"] == 0, f"{chapter}: still running after {RUN_TIMEOUT} s"

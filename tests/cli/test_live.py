@@ -34,7 +34,7 @@ from typing import Any
 import book_ext
 import pytest
 import torch
-from test_book_html import chromium, shot
+from test_book_html import chromium, save_shot
 
 from labformer.app.carry import assess, translate_carried
 from labformer.app.export import (
@@ -437,7 +437,7 @@ def _check_widget(url: str, translator: Translator | None, lang: str, shots: str
                 problems.append(f"{url}: errors {page.errors}")
             if shots:
                 SHOTS.mkdir(parents=True, exist_ok=True)
-                shot(page.locator(".lf-live"), SHOTS / f"{shots}-{width}.png")
+                save_shot(page.locator(".lf-live"), SHOTS / f"{shots}-{width}.png")
     return problems
 
 

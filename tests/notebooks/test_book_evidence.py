@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from test_book_html import SCREENSHOTS, _report, _watched_context, chromium, shot
+from test_book_html import SCREENSHOTS, _report, _watched_context, chromium, save_shot
 
 #: A chapter with many check cells and figures, in each edition.
 PAGES = {"en": "book/06_residual_norm.html", "zh": "zh/book/06_residual_norm.html"}
@@ -66,13 +66,13 @@ def test_claims_fold_to_one_line_and_open_on_demand(html_dir: Path, server: str)
                                             f"of its {count} checks hold")
                     first = page.locator("details.lf-evidence").first
                     first.scroll_into_view_if_needed()
-                    shot(page, out / f"{lang}-{scheme}-folded.png")
+                    save_shot(page, out / f"{lang}-{scheme}-folded.png")
                     first.locator("summary").click()
                     opened = page.evaluate(_FOLDED_JS)[0]
                     if not opened["open"] or opened["shown"] != opened["claims"]:
                         problems.append(f"{where[0]}: a click showed {opened['shown']} of "
                                         f"{opened['claims']} claims")
-                    shot(page, out / f"{lang}-{scheme}-opened.png")
+                    save_shot(page, out / f"{lang}-{scheme}-opened.png")
                     first.locator("summary").click()  # folded again for the next scheme
         finally:
             context.close()
@@ -93,7 +93,7 @@ def test_claims_fold_to_one_line_and_open_on_demand(html_dir: Path, server: str)
                 problems.append(f"{where[0]}: the zoom layer has no visible close button")
             if not layer.locator(".lf-zoom-caption").inner_text().strip():
                 problems.append(f"{where[0]}: the zoom layer shows no caption")
-            shot(phone, out / "phone-zoom.png")
+            save_shot(phone, out / "phone-zoom.png")
             phone.keyboard.press("Escape")
             if phone.locator("dialog.lf-zoom[open]").count():
                 problems.append(f"{where[0]}: Escape did not close the zoom layer")

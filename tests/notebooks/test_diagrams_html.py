@@ -18,7 +18,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from test_book_html import _LAID_OUT_JS, SCREENSHOTS, chromium, shot
+from test_book_html import _LAID_OUT_JS, SCREENSHOTS, chromium, save_shot
 
 from labformer.book.diagrams import MIN_FONT
 
@@ -259,7 +259,7 @@ def _dark_shots(page, where: str, figs: list[Figure], shots: Path,
                 continue
             if look["filters"]:
                 problems.append(f"{where} {fig.name}: filtered in dark mode: {look['filters']}")
-            shot(page.locator(f"#{fig.name}"), shots / f"{fig.name}.png")
+            save_shot(page.locator(f"#{fig.name}"), shots / f"{fig.name}.png")
     except Exception as exc:  # noqa: BLE001 (Playwright's TimeoutError)
         problems.append(f"{where}: dark mode: {type(exc).__name__}: {exc}")
     finally:
@@ -291,7 +291,7 @@ def _measure(page, where: str, fig: Figure, svg: Path, width: int, shots: Path,
         problems.append(f"{where}: text shows at {smallest:.1f} px")
     if got["right"] > got["viewport"] + 1 or got["scroll"] > got["viewport"] + 1:
         problems.append(f"{where}: sticks out of the screen ({got})")
-    shot(page.locator(f"#{fig.name}"), shots / f"{fig.name}.png")
+    save_shot(page.locator(f"#{fig.name}"), shots / f"{fig.name}.png")
     if width < 1280:  # a tap opens it at its full size; Escape closes it
         if not got["pans"] or not got["zoomable"]:
             problems.append(f"{where}: does not pan in its box or open on a tap ({got})")
