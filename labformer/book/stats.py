@@ -18,7 +18,6 @@ Bonferroni (each test at ``alpha / m``) rejects.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -107,7 +106,7 @@ class RegisteredVerdict:
     """One verdict by the registered analysis: both tests' labels and p-values."""
 
     verdict: str  # the label both tests give, or "depends on the test"
-    t_label: str  # "higher", "lower", "within", "open"
+    t_label: str  # "higher", "lower", "within", "open" (labformer.book.notebook.decide)
     flip_label: str
     mean: float
     se: float
@@ -116,32 +115,7 @@ class RegisteredVerdict:
     level: float  # the family's alpha / k
     t_p: float  # two-sided p of no difference, Student's t
     flip_p: float  # the same, exact sign-flip
-    t_equivalence_p: float  # the larger of the two one-sided p-values of +-delta, t
-    flip_equivalence_p: float  # the same, sign-flip
-
-    def label(self, *, within: str = "within +-{delta:g}") -> str:
-        """The verdict in words: ``within`` names equivalence (``{delta}`` filled in)."""
-        words = {"within": within.format(delta=self.delta)}
-        if self.verdict == "depends on the test":
-            return (f"depends on the test (t: {words.get(self.t_label, self.t_label)}, "
-                    f"p = {self.t_p:.2g}; sign-flip: "
-                    f"{words.get(self.flip_label, self.flip_label)}, p = {self.flip_p:.2g})")
-        return words.get(self.verdict, self.verdict)
-
-
-def _t_one_sided(t: float, df: float, rejecting_side: int) -> float:
-    """One-sided p of Student's t statistic ``t``: the chance of a t at least as far to the
-    rejecting side (-1: below, +1: above)."""
-    from labformer.book.notebook import t_two_sided_p
-
-    half = t_two_sided_p(t, df) / 2
-    return half if t * rejecting_side > 0 else 1 - half
-
-
-def _label(mean: float, p: float, equivalence_p: float, level: float) -> str:
-    if p <= level:
-        return "higher" if mean > 0 else "lower"
-    return "within" if equivalence_p <= level else "open"
+    flip_equivalence_p: float  # the larger of the two one-sided sign-flip p-values of +-delta
 
 
 def registered_verdict(diffs: Sequence[float] | np.ndarray, delta: float, k: int,
@@ -150,17 +124,17 @@ def registered_verdict(diffs: Sequence[float] | np.ndarray, delta: float, k: int
     every verdict computed twice, at level ``a = alpha / k`` (Bonferroni over the book's ``k``
     verdicts).
 
-    (a) Student's t: the two-sided p of no difference; equivalence by the two one-sided
-    t-tests, i.e. ``|mean| + t_{1-a, n-1} SE < delta``. (b) The exact sign-flip test
-    (:func:`sign_flip_p`): the two-sided p of no difference; equivalence by the two one-sided
-    sign-flip tests of ``d - delta < 0`` and ``d + delta > 0``, each one-sided p being half the
-    two-sided p of the shifted differences when their mean lies on the rejecting side, else 1.
+    (a) Student's t, the book's rule (:func:`labformer.book.notebook.decide`): a difference
+    when the two-sided p is at most ``a``, else equivalence when ``|mean| + t_{1-a, n-1} SE <
+    delta`` (the two one-sided tests). (b) The exact sign-flip test (:func:`sign_flip_p`): the
+    two-sided p of no difference; equivalence by the two one-sided sign-flip tests of
+    ``d - delta < 0`` and ``d + delta > 0``, each one-sided p being half the two-sided p of
+    the shifted differences when their mean lies on the rejecting side, else 1.
 
-    Each test's label: "higher" / "lower" (the mean's sign) when its p of no difference is at
-    most ``a``; else "within" when its equivalence test rejects at ``a``; else "open". The
+    Each test's label: "higher" / "lower" (the mean's sign), else "within", else "open". The
     verdict is that label when both tests agree, and "depends on the test" when they do not.
     """
-    from labformer.book.notebook import t_two_sided_p
+    from labformer.book.notebook import decide, t_two_sided_p
 
     d = np.asarray(diffs, dtype=float).ravel()
     if d.size < 3 or not np.all(np.isfinite(d)):
@@ -168,21 +142,15 @@ def registered_verdict(diffs: Sequence[float] | np.ndarray, delta: float, k: int
     if not delta > 0 or k < 1 or not 0 < alpha < 1:
         raise ValueError(f"registered_verdict needs delta > 0, k >= 1 and 0 < alpha < 1; "
                          f"got {delta}, {k}, {alpha}")
-    n, level = d.size, alpha / k
-    mean, se = float(d.mean()), float(d.std(ddof=1) / math.sqrt(d.size))
-    if se > 0:
-        t_p = t_two_sided_p(mean / se, n - 1)
-        # the two one-sided tests: mean < delta, and mean > -delta; the larger p decides
-        # (it is <= a exactly when |mean| + t_{1-a, n-1} SE < delta)
-        below, above = (mean - delta) / se, (mean + delta) / se
-        t_eq = max(_t_one_sided(below, n - 1, -1), _t_one_sided(above, n - 1, +1))
-    else:  # every difference equal: no spread to test against
-        t_p = 0.0 if mean != 0 else 1.0
-        t_eq = 0.0 if abs(mean) < delta else 1.0
+    level = alpha / k
+    t_label, mean, se = decide(d, delta, k, alpha)
+    t_p = t_two_sided_p(mean / se, d.size - 1) if se > 0 else float(mean == 0)
     flip_p = sign_flip_p(d)
     flip_eq = max(_one_sided_flip_p(d - delta, -1), _one_sided_flip_p(d + delta, +1))
-    t_label = _label(mean, t_p, t_eq, level)
-    flip_label = _label(mean, flip_p, flip_eq, level)
+    if flip_p <= level:
+        flip_label = "higher" if mean > 0 else "lower"
+    else:
+        flip_label = "within" if flip_eq <= level else "open"
     verdict = t_label if t_label == flip_label else "depends on the test"
-    return RegisteredVerdict(verdict, t_label, flip_label, mean, se, n, float(delta), level,
-                             t_p, flip_p, t_eq, flip_eq)
+    return RegisteredVerdict(verdict, t_label, flip_label, mean, se, d.size, float(delta),
+                             level, t_p, flip_p, flip_eq)
