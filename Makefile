@@ -174,9 +174,7 @@ test:
 screenshots: venv browser
 	rm -rf _build/screenshots
 	LABFORMER_SCREENSHOTS=1 CHROMIUM=$(CHROMIUM) $(PY) -m pytest -n $(JOBS) --dist loadfile -q \
-	  tests/book/test_book_html.py tests/book/test_book_html_pages.py tests/book/test_book_editions.py \
-	  tests/notebooks/test_diagrams_html.py tests/notebooks/test_book_evidence.py \
-	  tests/cli/test_live.py tests/book/test_lab.py
+	  $$(grep -rl --include='test_*.py' 'save_shot(' tests | sort)
 	@echo "Screenshots: $(CURDIR)/_build/screenshots/"
 
 # The chapters' code lines fit the book's code boxes: 80 columns (a 1024 px screen shows 86).
